@@ -1,0 +1,314 @@
+"""The declarative model of a task: data, parameters, training defaults, candidate networks.
+
+A task is read from a TOML spec (``load_spec``) or built from the same nested
+dictionary in Python (``task_from_dict``); both go through one validator, so a
+Python-built task obeys the same rules as a file. Nothing in a spec is executed:
+expressions go through :mod:`derive.expressions`.
+"""
+
+from __future__ import annotations
+
+import keyword
+import math
+import re
+import tomllib
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Mapping
+
+import sympy
+
+from .errors import SpecError
+from .expressions import ALLOWED_CONSTANTS, ALLOWED_FUNCTIONS, exact_number, parse_value
+
+TOP_LEVEL_KEYS = {"title", "parameters", "data", "training", "network"}
+TRAINING_DEFAULTS = {
+    "learning_rate": 0.01,
+    "init_scale": 1e-4,
+    "epochs": 10000,
+    "hidden_units": 128,
+    "seeds": 3,
+}
+NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_+\-.]*")
+PATHWAY_KEYS = {"name", "active", "inputs", "outputs", "hidden_layers", "units"}
+
+
+@dataclass(frozen=True)
+class Pathway:
+    """One gated module: a chain of ``hidden_layers`` hidden layers, on only at ``active``."""
+
+    name: str
+    active: tuple[int, ...]
+    inputs: tuple[int, ...]
+    outputs: tuple[int, ...]
+    hidden_layers: int
+    units: int
+
+    @property
+    def depth(self) -> int:
+        """Number of weight matrices (edges) along the pathway."""
+        return self.hidden_layers + 1
+
+
+@dataclass(frozen=True)
+class Network:
+    """A candidate GDLN (ReLN): pathways whose outputs add up."""
+
+    name: str
+    pathways: tuple[Pathway, ...]
+
+    def pathway(self, name: str) -> Pathway:
+        for pathway in self.pathways:
+            if pathway.name == name:
+                return pathway
+        raise KeyError(name)
+
+
+@dataclass(frozen=True)
+class Training:
+    """Defaults for simulation and verification (full-batch GD on L = 1/2 <||y - yhat||^2>)."""
+
+    learning_rate: float
+    init_scale: float
+    epochs: int
+    hidden_units: int
+    seeds: int
+
+    @property
+    def tau(self) -> float:
+        """Time constant of the continuous-time limit; t counts epochs."""
+        return 1.0 / self.learning_rate
+
+
+@dataclass(frozen=True)
+class Task:
+    """A dataset (rows are datapoints), its parameters, and the candidate networks."""
+
+    title: str
+    parameters: Mapping[sympy.Symbol, float]
+    inputs: sympy.ImmutableMatrix
+    targets: sympy.ImmutableMatrix
+    training: Training
+    networks: tuple[Network, ...]
+    source: str = "<python>"
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def num_datapoints(self) -> int:
+        return self.inputs.rows
+
+    @property
+    def num_inputs(self) -> int:
+        return self.inputs.cols
+
+    @property
+    def num_outputs(self) -> int:
+        return self.targets.cols
+
+    def network(self, name: str) -> Network:
+        for network in self.networks:
+            if network.name == name:
+                return network
+        known = ", ".join(n.name for n in self.networks) or "none"
+        raise SpecError(self.source, "network", f"no network named {name!r} (known: {known})")
+
+    def parameter(self, name: str) -> sympy.Symbol:
+        for symbol in self.parameters:
+            if symbol.name == name:
+                return symbol
+        known = ", ".join(s.name for s in self.parameters) or "none"
+        raise SpecError(self.source, "parameters", f"unknown parameter {name!r} (known: {known})")
+
+    def values(self, overrides: Mapping[str, float] | None = None) -> dict[sympy.Symbol, float]:
+        """Parameter values: the spec's defaults with ``overrides`` (by name) applied."""
+        values = dict(self.parameters)
+        for name, value in (overrides or {}).items():
+            if not math.isfinite(value) or value <= 0:
+                raise SpecError(self.source, f"parameters.{name}", f"value {value} is not a positive finite number")
+            values[self.parameter(name)] = float(value)
+        return values
+
+    def with_training(self, **changes) -> "Task":
+        """The same task with some training settings replaced (e.g. from CLI flags)."""
+        changes = {k: v for k, v in changes.items() if v is not None}
+        return replace(self, training=replace(self.training, **changes))
+
+
+def load_spec(path: str | Path) -> Task:
+    """Read and validate a TOML spec file."""
+    path = Path(path)
+    source = str(path)
+    try:
+        text = path.read_bytes()
+    except OSError as error:
+        raise SpecError(source, "file", f"cannot read: {error.strerror or error}") from None
+    try:
+        document = tomllib.loads(text.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise SpecError(source, "file", "not UTF-8 text") from None
+    except tomllib.TOMLDecodeError as error:
+        raise SpecError(source, "toml", f"malformed TOML: {error}") from None
+    return task_from_dict(document, source=source, default_title=path.stem)
+
+
+def task_from_dict(document: Mapping[str, Any], source: str = "<python>", default_title: str = "task") -> Task:
+    """Validate a nested dictionary with the spec layout and build a :class:`Task`."""
+    _require_table(document, source, "spec")
+    _reject_unknown(document, TOP_LEVEL_KEYS, source, "")
+    title = document.get("title", default_title)
+    if not isinstance(title, str):
+        raise SpecError(source, "title", "expected a string")
+
+    defaults, symbols = _read_parameters(document.get("parameters", {}), source)
+    inputs, targets = _read_data(document.get("data"), symbols, source)
+    training = _read_training(document.get("training", {}), source)
+    networks = _read_networks(document.get("network", []), inputs.rows, inputs.cols, targets.cols, training, source)
+    return Task(
+        title=title,
+        parameters=defaults,
+        inputs=inputs,
+        targets=targets,
+        training=training,
+        networks=networks,
+        source=source,
+    )
+
+
+def _require_table(value, source, key):
+    if not isinstance(value, Mapping):
+        raise SpecError(source, key, f"expected a table, got {type(value).__name__}")
+
+
+def _reject_unknown(table, allowed, source, prefix):
+    for key in table:
+        if key not in allowed:
+            where = f"{prefix}{key}" if prefix else key
+            raise SpecError(source, where, f"unknown key (allowed: {', '.join(sorted(allowed))})")
+
+
+def _read_parameters(table, source):
+    _require_table(table, source, "parameters")
+    defaults: dict[sympy.Symbol, float] = {}
+    symbols: dict[str, sympy.Symbol] = {}
+    reserved = set(ALLOWED_FUNCTIONS) | set(ALLOWED_CONSTANTS) | {"t", "tau"}
+    for name, value in table.items():
+        key = f"parameters.{name}"
+        if not name.isidentifier() or keyword.iskeyword(name) or name in reserved:
+            raise SpecError(source, key, "parameter names must be identifiers other than function names, t and tau")
+        number = float(exact_number(value, source, key))
+        if number <= 0:
+            raise SpecError(source, key, f"default {value} must be positive (parameters are positive reals)")
+        symbol = sympy.Symbol(name, positive=True)
+        defaults[symbol] = number
+        symbols[name] = symbol
+    return defaults, symbols
+
+
+def _read_matrix(rows, symbols, source, key):
+    if not isinstance(rows, list) or not rows:
+        raise SpecError(source, key, "expected a non-empty list of rows")
+    width = None
+    matrix = []
+    for r, row in enumerate(rows):
+        if not isinstance(row, list) or not row:
+            raise SpecError(source, f"{key}[{r}]", "expected a non-empty list of numbers or expressions")
+        if width is None:
+            width = len(row)
+        elif len(row) != width:
+            raise SpecError(source, f"{key}[{r}]", f"row has {len(row)} entries, row 0 has {width}")
+        matrix.append([parse_value(v, symbols, source, f"{key}[{r}][{c}]") for c, v in enumerate(row)])
+    return sympy.ImmutableMatrix(matrix)
+
+
+def _read_data(table, symbols, source):
+    if table is None:
+        raise SpecError(source, "data", "missing table [data] with inputs and targets")
+    _require_table(table, source, "data")
+    _reject_unknown(table, {"inputs", "targets"}, source, "data.")
+    for key in ("inputs", "targets"):
+        if key not in table:
+            raise SpecError(source, f"data.{key}", "missing")
+    inputs = _read_matrix(table["inputs"], symbols, source, "data.inputs")
+    targets = _read_matrix(table["targets"], symbols, source, "data.targets")
+    if inputs.rows != targets.rows:
+        raise SpecError(
+            source, "data.targets", f"{targets.rows} rows but data.inputs has {inputs.rows} (one row per datapoint)"
+        )
+    return inputs, targets
+
+
+def _positive_int(value, source, key):
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise SpecError(source, key, f"expected a positive integer, got {value!r}")
+    return value
+
+
+def _read_training(table, source):
+    _require_table(table, source, "training")
+    _reject_unknown(table, set(TRAINING_DEFAULTS), source, "training.")
+    settings = dict(TRAINING_DEFAULTS)
+    for key, value in table.items():
+        where = f"training.{key}"
+        if key in ("learning_rate", "init_scale"):
+            number = float(exact_number(value, source, where))
+            if number <= 0:
+                raise SpecError(source, where, f"must be positive, got {value}")
+            settings[key] = number
+        else:
+            settings[key] = _positive_int(value, source, where)
+    return Training(**settings)
+
+
+def _index_list(value, bound, source, key, what):
+    if not isinstance(value, list) or not value:
+        raise SpecError(source, key, f"expected a non-empty list of {what} indices")
+    indices = []
+    for i, index in enumerate(value):
+        if isinstance(index, bool) or not isinstance(index, int):
+            raise SpecError(source, f"{key}[{i}]", f"expected an integer index, got {index!r}")
+        if not 0 <= index < bound:
+            raise SpecError(source, f"{key}[{i}]", f"index {index} out of range: there are {bound} {what}s (0..{bound - 1})")
+        if index in indices:
+            raise SpecError(source, f"{key}[{i}]", f"index {index} repeated")
+        indices.append(index)
+    return tuple(indices)
+
+
+def _read_networks(entries, num_datapoints, num_inputs, num_outputs, training, source):
+    if not isinstance(entries, list):
+        raise SpecError(source, "network", "expected an array of tables [[network]]")
+    networks = []
+    for k, entry in enumerate(entries):
+        _require_table(entry, source, f"network[{k}]")
+        _reject_unknown(entry, {"name", "pathway"}, source, f"network[{k}].")
+        name = entry.get("name")
+        if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
+            raise SpecError(source, f"network[{k}].name", "every network needs a name of letters, digits and _ + - .")
+        if any(n.name == name for n in networks):
+            raise SpecError(source, f"network[{k}].name", f"duplicate network name {name!r}")
+        raw_pathways = entry.get("pathway", [])
+        if not isinstance(raw_pathways, list) or not raw_pathways:
+            raise SpecError(source, f"network[{name}].pathway", "a network needs at least one [[network.pathway]]")
+        default_units = max(1, training.hidden_units // len(raw_pathways))
+        pathways = []
+        for j, raw in enumerate(raw_pathways):
+            prefix = f"network[{name}].pathway[{j}]"
+            _require_table(raw, source, prefix)
+            _reject_unknown(raw, PATHWAY_KEYS, source, prefix + ".")
+            pname = raw.get("name", f"p{j}")
+            if not isinstance(pname, str) or not NAME_PATTERN.fullmatch(pname):
+                raise SpecError(source, f"{prefix}.name", "expected a name of letters, digits and _ + - .")
+            if any(p.name == pname for p in pathways):
+                raise SpecError(source, f"{prefix}.name", f"duplicate pathway name {pname!r}")
+            pathways.append(
+                Pathway(
+                    name=pname,
+                    active=_index_list(raw.get("active", list(range(num_datapoints))), num_datapoints, source, f"{prefix}.active", "datapoint"),
+                    inputs=_index_list(raw.get("inputs", list(range(num_inputs))), num_inputs, source, f"{prefix}.inputs", "input feature"),
+                    outputs=_index_list(raw.get("outputs", list(range(num_outputs))), num_outputs, source, f"{prefix}.outputs", "target feature"),
+                    hidden_layers=_positive_int(raw.get("hidden_layers", 1), source, f"{prefix}.hidden_layers"),
+                    units=_positive_int(raw.get("units", default_units), source, f"{prefix}.units"),
+                )
+            )
+        networks.append(Network(name=name, pathways=tuple(pathways)))
+    return tuple(networks)

@@ -1,0 +1,212 @@
+"""``gdln``: the command-line entry point.
+
+Bad input ends with one line on stderr naming the file and key, and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+
+from derive.errors import GdlnError, SpecError
+from derive.expressions import parse_expression
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, status 2, like every other input error
+        print(f"gdln: error: {message}", file=sys.stderr)
+        raise SystemExit(2)
+
+
+def _assignment(text: str) -> tuple[str, float]:
+    name, sep, value = text.partition("=")
+    if not sep or not name.strip():
+        raise SpecError("--set", text, "expected NAME=VALUE")
+    number = float(parse_expression(value, {}, "--set", name.strip()))
+    if not math.isfinite(number) or number <= 0:
+        raise SpecError("--set", name.strip(), f"value {value!r} is not a positive finite number")
+    return name.strip(), number
+
+
+def _overrides(args) -> dict[str, float]:
+    return dict(_assignment(text) for text in (args.set or []))
+
+
+def _load(args):
+    from derive.spec import load_spec
+
+    return load_spec(args.spec)
+
+
+def _emit(report: dict, as_json: bool, render) -> None:
+    if as_json:
+        json.dump(report, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        render(report)
+
+
+def _fmt(value) -> str:
+    return "never" if value is None else f"{value:.6g}"
+
+
+def _render_race(report):
+    print("parameters: " + ", ".join(f"{k} = {v:g}" for k, v in report["parameters"].items()))
+    for n in report["networks"]:
+        print(f"  {n['name']:<16} speed {n['speed']['expr']} = {n['speed']['value']:.6g}   t_half {_fmt(n['t_half'])}   t_90 {_fmt(n['t_90'])}")
+    print(f"winner: {report['winner']}")
+    for c in report["crossovers"]:
+        a, b = c["networks"]
+        print(f"crossover {a} / {b}: {c['parameter']}* = {c['expr']} = {c['value']:.6g} (faster below: {c['faster_below']}, above: {c['faster_above']})")
+
+
+def _render_derive(report):
+    print(f"network {report['network']}")
+    for p in report["pathways"]:
+        print(f"  pathway {p['name']} (active on {p['active']})")
+        print(f"    Sigma_yx = {p['sigma_yx']}")
+        print(f"    Sigma_x  = {p['sigma_x']}")
+        for k, (s, d) in enumerate(zip(p["singular_values"], p["input_variances"])):
+            print(f"    mode {k}: s = {s['expr']}, d = {d['expr']}")
+            print(f"      ODE: da/dt = {p['odes'][k]}")
+            if p["closed_form"]:
+                print(f"      a(t) = {p['closed_form'][k]}")
+    a = report["assumptions"]
+    print(f"  mutually diagonalisable: {a['mutually_diagonalisable']}; pathways interact: {a['pathways_interact']}")
+    for failure in a["failures"]:
+        print(f"    {failure}")
+    print(f"  loss L(t) = {report['loss']['expr']}")
+    print(f"  speed = {report['speed']['expr']} = {report['speed']['value']:.6g}")
+
+
+def _render_simulate(report):
+    print(f"model {report['model']}, {report['seeds']} seed(s), {report['epochs']} epochs")
+    for k, (h, n, f) in enumerate(zip(report["t_half"], report["t_90"], report["loss_final"])):
+        print(f"  seed {k}: t_half {_fmt(h)}  t_90 {_fmt(n)}  final loss {f:.3g}")
+
+
+def _render_verify(report):
+    print("parameters: " + ", ".join(f"{k} = {v:g}" for k, v in report["parameters"].items()))
+    for n in report["networks"]:
+        print(f"  {n['name']:<16} max deviation {n['max_deviation']:.4f}   t_half predicted {_fmt(n['t_half_predicted'])}   ReLU {_fmt(n['t_half_relu'])}")
+    print(f"the ReLU network follows: {report['follows']}")
+
+
+def cmd_derive(args):
+    from derive.crossover import crossovers
+    from derive.derivation import NetworkDerivation
+    from derive.latex import derivation_latex
+    from verify.reports import derive_report
+
+    task = _load(args)
+    overrides = _overrides(args)
+    report = derive_report(task, args.network, overrides)
+    if args.latex:
+        values = task.values(overrides)
+        derivation = NetworkDerivation(task, args.network)
+        others = [NetworkDerivation(task, n) for n in task.networks if n.name != derivation.network.name]
+        found = [c for other in others for p in task.parameters for c in crossovers(derivation, other, p, values)]
+        _write(args.latex, derivation_latex(derivation, found))
+    _emit(report, args.json, _render_derive)
+
+
+def _write(path: str, text: str) -> None:
+    try:
+        Path(path).write_text(text)
+    except OSError as error:
+        raise SpecError(path, "output", f"cannot write: {error.strerror or error}") from None
+
+
+def cmd_race(args):
+    from verify.reports import race_report
+
+    _emit(race_report(_load(args), _overrides(args)), args.json, _render_race)
+
+
+def cmd_simulate(args):
+    from verify.reports import simulate_report
+
+    task = _load(args)
+    if args.model != "relu":
+        task.network(args.model)
+    if args.out:
+        parent = Path(args.out).resolve().parent
+        if not parent.is_dir():
+            raise SpecError(args.out, "--out", "folder does not exist")
+    report = simulate_report(task, args.model, _overrides(args), args.seeds, args.epochs, args.out)
+    _emit(report, args.json, _render_simulate)
+
+
+def cmd_verify(args):
+    from verify.reports import verify_report
+
+    _emit(verify_report(_load(args), _overrides(args), args.seeds, args.epochs), args.json, _render_verify)
+
+
+def cmd_figures(args):
+    from paper_figures import regenerate
+
+    for path in regenerate(Path(args.out), quick=args.quick):
+        print(path)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="gdln", description="Exact learning dynamics of gated deep linear networks and ReLU networks.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    def with_spec(name, help_text):
+        p = sub.add_parser(name, help=help_text)
+        p.add_argument("spec", help="task spec (TOML)")
+        p.add_argument("--set", action="append", metavar="NAME=VALUE", help="override a parameter value")
+        p.add_argument("--json", action="store_true", help="print JSON")
+        return p
+
+    p = with_spec("derive", "effective datasets, modes, ODEs, closed forms and loss of one network")
+    p.add_argument("--network", required=True)
+    p.add_argument("--latex", metavar="FILE", help="write the derivation as a LaTeX fragment")
+    p.set_defaults(run=cmd_derive)
+
+    p = with_spec("race", "rank the candidate networks and find crossovers")
+    p.set_defaults(run=cmd_race)
+
+    for name, help_text, run in (
+        ("simulate", "train the ReLU network or a GDLN with explicit gates", cmd_simulate),
+        ("verify", "train the ReLU network and say which candidate it follows", cmd_verify),
+    ):
+        p = with_spec(name, help_text)
+        if name == "simulate":
+            p.add_argument("--model", required=True, help="relu or a network name")
+            p.add_argument("--out", metavar="FILE.npz", help="write the loss curves")
+        p.add_argument("--seeds", type=int, help="number of seeds (0, 1, ...)")
+        p.add_argument("--epochs", type=int)
+        p.set_defaults(run=run)
+
+    p = sub.add_parser("figures", help="regenerate the papers' figures")
+    p.add_argument("--quick", action="store_true", help="fewer points and seeds")
+    p.add_argument("--out", default="figures", help="output folder (default: figures)")
+    p.set_defaults(run=cmd_figures)
+    return parser
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    for flag in ("seeds", "epochs"):
+        value = getattr(args, flag, None)
+        if value is not None and value < 1:
+            print(f"gdln: error: --{flag} must be a positive integer, got {value}", file=sys.stderr)
+            return 2
+    try:
+        args.run(args)
+    except GdlnError as error:
+        print(f"gdln: error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

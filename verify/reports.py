@@ -1,0 +1,201 @@
+"""The reports behind ``gdln derive|race|simulate|verify``, as JSON-ready dictionaries.
+
+Expressions are SymPy ``str()`` text; values are floats at the current parameter values.
+"""
+
+from __future__ import annotations
+
+import math
+from itertools import combinations
+from typing import Mapping
+
+import jax.numpy as jnp
+import numpy as np
+import sympy
+from tqdm import tqdm
+
+from derive.crossover import crossovers
+from derive.derivation import NetworkDerivation
+from derive.errors import SpecError
+from derive.spec import Task
+from numeric.data import NumericDataset
+from numeric.race import CompiledNetwork, crossing_time
+from numeric.training import gdln_layout, train_gdln, train_relu
+
+from .initial_conditions import expected_initial_strengths, relu_initial_strengths
+
+
+def _number(expr: sympy.Expr, values: Mapping) -> float:
+    return float(sympy.N(sympy.sympify(expr).subs(values), 17))
+
+
+def _entry(expr: sympy.Expr, values: Mapping) -> dict:
+    return {"expr": str(expr), "value": _number(expr, values)}
+
+
+def _finite_or_none(value: float):
+    return None if value is None or not math.isfinite(value) else float(value)
+
+
+def _vector(task: Task, values: Mapping) -> list[float]:
+    return [float(values[symbol]) for symbol in task.parameters]
+
+
+def epoch_grid(epochs: int) -> jnp.ndarray:
+    return jnp.arange(epochs + 1, dtype=jnp.float64)
+
+
+def derive_report(task: Task, network: str, overrides: Mapping[str, float] | None = None) -> dict:
+    values = task.values(overrides)
+    derivation = NetworkDerivation(task, network)
+    closed = derivation.closed_forms
+    pathways = []
+    position = 0
+    for pd in derivation.pathways:
+        count = len(pd.modes)
+        pathways.append(
+            {
+                "name": pd.name,
+                "active": list(pd.pathway.active),
+                "sigma_yx": str(pd.sigma_yx),
+                "sigma_x": str(pd.sigma_x),
+                "singular_values": [_entry(m.s, values) for m in pd.modes],
+                "input_variances": [_entry(m.d, values) for m in pd.modes],
+                "odes": [str(r) for r in derivation.rates[position : position + count]],
+                "closed_form": None if closed is None else [str(c) for c in closed[position : position + count]],
+            }
+        )
+        position += count
+    loss = derivation.loss if derivation.loss is not None else derivation.loss_in_strengths
+    return {
+        "network": derivation.network.name,
+        "parameters": {s.name: v for s, v in values.items()},
+        "pathways": pathways,
+        "assumptions": derivation.assumptions,
+        "loss": {"expr": str(loss), "closed_form": derivation.loss is not None, "initial": _entry(derivation.initial_loss, values)},
+        "speed": _entry(derivation.speed, values),
+    }
+
+
+def race_report(task: Task, overrides: Mapping[str, float] | None = None) -> dict:
+    """Rank the candidate networks by their predicted time to learn, and find crossovers."""
+    if not task.networks:
+        raise SpecError(task.source, "network", "the race needs at least one [[network]]")
+    values = task.values(overrides)
+    vector = _vector(task, values)
+    ts = epoch_grid(task.training.epochs)
+    derivations = {n.name: NetworkDerivation(task, n) for n in task.networks}
+    networks = []
+    for name, derivation in tqdm(derivations.items(), desc="race", disable=None, leave=False):
+        compiled = CompiledNetwork(derivation)
+        curve = compiled.loss_curve(ts, expected_initial_strengths(compiled, task.training.init_scale), task.training.tau, vector)
+        networks.append(
+            {
+                "name": name,
+                "speed": _entry(derivation.speed, values),
+                "t_half": _finite_or_none(crossing_time(ts, curve, 0.5)),
+                "t_90": _finite_or_none(crossing_time(ts, curve, 0.1)),
+                "closed_form": derivation.closed_forms is not None,
+                "pathways": [{"name": pd.name, "singular_values": [_entry(m.s, values) for m in pd.modes]} for pd in derivation.pathways],
+            }
+        )
+    finishing = [n for n in networks if n["t_90"] is not None]
+    winner = min(finishing, key=lambda n: n["t_90"])["name"] if finishing else None
+    found = []
+    for first, second in combinations(derivations.values(), 2):
+        for parameter in task.parameters:
+            for c in crossovers(first, second, parameter, values):
+                others = {s: v for s, v in values.items() if s != parameter}
+                found.append(
+                    {
+                        "networks": list(c.networks),
+                        "parameter": parameter.name,
+                        "expr": str(c.expr),
+                        "value": _number(c.expr, others),
+                        "faster_below": c.faster_below,
+                        "faster_above": c.faster_above,
+                    }
+                )
+    return {"parameters": {s.name: v for s, v in values.items()}, "networks": networks, "winner": winner, "crossovers": found}
+
+
+def _settings(task: Task, seeds: int | None, epochs: int | None):
+    return task.with_training(seeds=seeds, epochs=epochs).training
+
+
+def simulate(task: Task, model: str, overrides=None, seeds: int | None = None, epochs: int | None = None):
+    """Train the ReLU network (``model='relu'``) or a listed GDLN with its explicit gates."""
+    values = task.values(overrides)
+    training = _settings(task, seeds, epochs)
+    inputs, targets = NumericDataset(task)(_vector(task, values))
+    common = dict(init_scale=training.init_scale, learning_rate=training.learning_rate, epochs=training.epochs, seeds=range(training.seeds))
+    if model == "relu":
+        return train_relu(inputs, targets, training.hidden_units, **common), values, training
+    layout = gdln_layout(task.network(model), task.num_datapoints)
+    return train_gdln(inputs, targets, layout, **common), values, training
+
+
+def simulate_report(task: Task, model: str, overrides=None, seeds=None, epochs=None, out: str | None = None) -> dict:
+    run, values, training = simulate(task, model, overrides, seeds, epochs)
+    ts = epoch_grid(training.epochs)
+    losses = np.asarray(run.losses)
+    if out is not None:
+        np.savez(
+            out,
+            epochs=np.asarray(ts),
+            losses=losses,
+            seeds=np.arange(training.seeds),
+            model=np.array(model),
+            parameters=np.array([s.name for s in values]),
+            parameter_values=np.array(list(values.values()), dtype=float),
+        )
+    return {
+        "model": model,
+        "parameters": {s.name: v for s, v in values.items()},
+        "seeds": training.seeds,
+        "epochs": training.epochs,
+        "t_half": [_finite_or_none(crossing_time(ts, row, 0.5)) for row in losses],
+        "t_90": [_finite_or_none(crossing_time(ts, row, 0.1)) for row in losses],
+        "loss_final": [float(row[-1]) for row in losses],
+    }
+
+
+def predicted_relu_curves(task: Task, run, values, training) -> dict[str, np.ndarray]:
+    """Each candidate's predicted loss curve for the trained ReLU runs, averaged over seeds.
+
+    Initial strengths come from each seed's initial ReLU weights (see
+    :mod:`verify.initial_conditions`); nothing is fitted to the ReLU losses."""
+    vector = _vector(task, values)
+    inputs, _ = NumericDataset(task)(vector)
+    ts = epoch_grid(training.epochs)
+    w1s, w2s = run.initial
+    curves = {}
+    for network in task.networks:
+        compiled = CompiledNetwork(NetworkDerivation(task, network))
+        per_seed = [
+            compiled.loss_curve(ts, relu_initial_strengths(compiled, w1s[k], w2s[k], inputs, vector), training.tau, vector)
+            for k in range(training.seeds)
+        ]
+        curves[network.name] = np.mean(np.stack(per_seed), axis=0)
+    return curves
+
+
+def verify_report(task: Task, overrides=None, seeds=None, epochs=None) -> dict:
+    """Train the ReLU network and say which candidate network it follows, and how closely."""
+    if not task.networks:
+        raise SpecError(task.source, "network", "verification needs at least one [[network]]")
+    run, values, training = simulate(task, "relu", overrides, seeds, epochs)
+    ts = epoch_grid(training.epochs)
+    relu = np.mean(np.asarray(run.losses), axis=0)
+    predictions = predicted_relu_curves(task, run, values, training)
+    networks = [
+        {
+            "name": name,
+            "max_deviation": float(np.max(np.abs(curve - relu)) / relu[0]),
+            "t_half_predicted": _finite_or_none(crossing_time(ts, curve, 0.5)),
+            "t_half_relu": _finite_or_none(crossing_time(ts, relu, 0.5)),
+        }
+        for name, curve in predictions.items()
+    ]
+    follows = min(networks, key=lambda n: n["max_deviation"])["name"]
+    return {"parameters": {s.name: v for s, v in values.items()}, "seeds": training.seeds, "epochs": training.epochs, "follows": follows, "networks": networks}

@@ -18,11 +18,11 @@ from derive.crossover import crossovers
 from derive.derivation import NetworkDerivation
 from derive.errors import SpecError
 from derive.spec import Task
-from numeric.data import NumericDataset
-from numeric.race import CompiledNetwork, crossing_time
+from numeric.race import crossing_time
 from numeric.training import gdln_layout, train_gdln, train_relu
 
 from .initial_conditions import expected_initial_strengths, relu_initial_strengths
+from .models import TaskModels
 
 
 def _number(expr: sympy.Expr, values: Mapping) -> float:
@@ -77,17 +77,18 @@ def derive_report(task: Task, network: str, overrides: Mapping[str, float] | Non
     }
 
 
-def race_report(task: Task, overrides: Mapping[str, float] | None = None) -> dict:
+def race_report(task: Task, overrides: Mapping[str, float] | None = None, models: TaskModels | None = None) -> dict:
     """Rank the candidate networks by their predicted time to learn, and find crossovers."""
+    models = models or TaskModels(task)
     if not task.networks:
         raise SpecError(task.source, "network", "the race needs at least one [[network]]")
     values = task.values(overrides)
     vector = _vector(task, values)
     ts = epoch_grid(task.training.epochs)
-    derivations = {n.name: NetworkDerivation(task, n) for n in task.networks}
+    derivations = {n.name: models.derivation(n.name) for n in task.networks}
     networks = []
     for name, derivation in tqdm(derivations.items(), desc="race", disable=None, leave=False):
-        compiled = CompiledNetwork(derivation)
+        compiled = models.compiled(name)
         curve = compiled.loss_curve(ts, expected_initial_strengths(compiled, task.training.init_scale), task.training.tau, vector)
         networks.append(
             {
@@ -123,11 +124,12 @@ def _settings(task: Task, seeds: int | None, epochs: int | None):
     return task.with_training(seeds=seeds, epochs=epochs).training
 
 
-def simulate(task: Task, model: str, overrides=None, seeds: int | None = None, epochs: int | None = None):
+def simulate(task: Task, model: str, overrides=None, seeds: int | None = None, epochs: int | None = None, models: TaskModels | None = None):
     """Train the ReLU network (``model='relu'``) or a listed GDLN with its explicit gates."""
+    models = models or TaskModels(task)
     values = task.values(overrides)
     training = _settings(task, seeds, epochs)
-    inputs, targets = NumericDataset(task)(_vector(task, values))
+    inputs, targets = models.dataset(_vector(task, values))
     common = dict(init_scale=training.init_scale, learning_rate=training.learning_rate, epochs=training.epochs, seeds=range(training.seeds))
     if model == "relu":
         return train_relu(inputs, targets, training.hidden_units, **common), values, training
@@ -160,18 +162,19 @@ def simulate_report(task: Task, model: str, overrides=None, seeds=None, epochs=N
     }
 
 
-def predicted_relu_curves(task: Task, run, values, training) -> dict[str, np.ndarray]:
+def predicted_relu_curves(models: TaskModels, run, values, training) -> dict[str, np.ndarray]:
     """Each candidate's predicted loss curve for the trained ReLU runs, averaged over seeds.
 
     Initial strengths come from each seed's initial ReLU weights (see
     :mod:`verify.initial_conditions`); nothing is fitted to the ReLU losses."""
+    task = models.task
     vector = _vector(task, values)
-    inputs, _ = NumericDataset(task)(vector)
+    inputs, _ = models.dataset(vector)
     ts = epoch_grid(training.epochs)
     w1s, w2s = run.initial
     curves = {}
     for network in task.networks:
-        compiled = CompiledNetwork(NetworkDerivation(task, network))
+        compiled = models.compiled(network.name)
         per_seed = [
             compiled.loss_curve(ts, relu_initial_strengths(compiled, w1s[k], w2s[k], inputs, vector), training.tau, vector)
             for k in range(training.seeds)
@@ -180,14 +183,15 @@ def predicted_relu_curves(task: Task, run, values, training) -> dict[str, np.nda
     return curves
 
 
-def verify_report(task: Task, overrides=None, seeds=None, epochs=None) -> dict:
+def verify_report(task: Task, overrides=None, seeds=None, epochs=None, models: TaskModels | None = None) -> dict:
     """Train the ReLU network and say which candidate network it follows, and how closely."""
+    models = models or TaskModels(task)
     if not task.networks:
         raise SpecError(task.source, "network", "verification needs at least one [[network]]")
-    run, values, training = simulate(task, "relu", overrides, seeds, epochs)
+    run, values, training = simulate(task, "relu", overrides, seeds, epochs, models)
     ts = epoch_grid(training.epochs)
     relu = np.mean(np.asarray(run.losses), axis=0)
-    predictions = predicted_relu_curves(task, run, values, training)
+    predictions = predicted_relu_curves(models, run, values, training)
     networks = [
         {
             "name": name,

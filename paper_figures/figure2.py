@@ -1,0 +1,84 @@
+"""Figure 2 of "Make Haste Slowly": the XoR task with a linearly separable third dimension.
+
+(d) time to learn (epochs to half the initial loss) against Delta: trained ReLU runs and
+the predictions of both ReLNs, with the derived crossover Delta*; (e) loss curves for
+several Delta. Predictions take their initial conditions from each ReLU run's initial
+weights; nothing is fitted.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+from tqdm import tqdm  # noqa: E402
+
+from derive.crossover import crossovers  # noqa: E402
+from derive.spec import load_spec  # noqa: E402
+from numeric.race import crossing_time  # noqa: E402
+from verify.models import TaskModels  # noqa: E402
+from verify.reports import epoch_grid, predicted_relu_curves, simulate  # noqa: E402
+
+SPEC = Path(__file__).resolve().parent.parent / "examples" / "xor.toml"
+COLOURS = {"relu": "tab:red", "linear": "tab:blue", "xor": "tab:orange"}
+
+
+def crossover_value(models: TaskModels) -> float:
+    task = models.task
+    parameter = task.parameter("Delta")
+    values = task.values()
+    found = crossovers(models.derivation("linear"), models.derivation("xor"), parameter, values)
+    return float(found[0].expr.evalf())
+
+
+def figure2(out: Path, quick: bool = False) -> Path:
+    task = load_spec(SPEC)
+    models = TaskModels(task)
+    delta_star = crossover_value(models)
+    deltas = np.linspace(0.25, 4.0, 6 if quick else 16)
+    curve_deltas = [0.5, round(delta_star, 2), 3.0]
+    seeds = 2 if quick else task.training.seeds
+    ts = np.asarray(epoch_grid(task.training.epochs))
+
+    relu_times, predicted_times, curves = [], {"linear": [], "xor": []}, {}
+    for delta in tqdm(sorted(set(deltas) | set(curve_deltas)), desc="figure 2", disable=None):
+        run, values, training = simulate(task, "relu", {"Delta": float(delta)}, seeds=seeds, models=models)
+        losses = np.asarray(run.losses)
+        predictions = predicted_relu_curves(models, run, values, training)
+        if delta in deltas:
+            relu_times.append([crossing_time(ts, row, 0.5) for row in losses])
+            for name in predicted_times:
+                predicted_times[name].append(crossing_time(ts, predictions[name], 0.5))
+        if delta in curve_deltas:
+            curves[delta] = (losses.mean(axis=0), predictions)
+
+    fig, (ax_d, ax_e) = plt.subplots(1, 2, figsize=(11, 4.2))
+    for k, delta in enumerate(deltas):
+        ax_d.scatter([delta] * len(relu_times[k]), relu_times[k], color=COLOURS["relu"], s=14, label="ReLU runs" if k == 0 else None)
+    for name, times in predicted_times.items():
+        ax_d.plot(deltas, times, color=COLOURS[name], label=f"{name} ReLN (theory)")
+    ax_d.axvline(delta_star, color="grey", linestyle="--", label=f"$\\Delta^* = {delta_star:.3f}$ (derived)")
+    ax_d.set_xlabel("$\\Delta$")
+    ax_d.set_ylabel("epochs to half the initial loss")
+    ax_d.set_title("(d) time to learn")
+    ax_d.legend(fontsize=8)
+
+    styles = ["-", "--", ":"]
+    for style, (delta, (relu, predictions)) in zip(styles, sorted(curves.items())):
+        ax_e.plot(ts, relu, color=COLOURS["relu"], linestyle=style, label=f"ReLU, $\\Delta={delta:g}$")
+        for name, curve in predictions.items():
+            ax_e.plot(ts, curve, color=COLOURS[name], linestyle=style, alpha=0.8, label=f"{name} ReLN, $\\Delta={delta:g}$")
+    ax_e.set_xlabel("epoch")
+    ax_e.set_ylabel("loss")
+    ax_e.set_title("(e) loss curves")
+    ax_e.legend(fontsize=6, ncol=2)
+    fig.suptitle(task.title)
+    fig.tight_layout()
+    path = out / "figure2.png"
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path

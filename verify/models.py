@@ -1,0 +1,33 @@
+"""One place that derives and compiles each network of a task once, for many parameter values."""
+
+from __future__ import annotations
+
+from functools import cached_property
+
+from derive.derivation import NetworkDerivation
+from derive.spec import Task
+from numeric.data import NumericDataset
+from numeric.race import CompiledNetwork
+
+
+class TaskModels:
+    """Lazily built, cached derivations and compiled functions of a task's networks."""
+
+    def __init__(self, task: Task):
+        self.task = task
+        self._derivations: dict[str, NetworkDerivation] = {}
+        self._compiled: dict[str, CompiledNetwork] = {}
+
+    @cached_property
+    def dataset(self) -> NumericDataset:
+        return NumericDataset(self.task)
+
+    def derivation(self, name: str) -> NetworkDerivation:
+        if name not in self._derivations:
+            self._derivations[name] = NetworkDerivation(self.task, name)
+        return self._derivations[name]
+
+    def compiled(self, name: str) -> CompiledNetwork:
+        if name not in self._compiled:
+            self._compiled[name] = CompiledNetwork(self.derivation(name))
+        return self._compiled[name]

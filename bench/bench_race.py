@@ -1,0 +1,70 @@
+"""Benchmarks (not tests): ``python bench/bench_race.py``.
+
+Prints wall times and ratios on this machine:
+- closed-form loss curves over a parameter grid (one compile, vmap) vs a Python loop of
+  per-value SymPy evaluation;
+- ReLU training epochs per second, seeds vmapped.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import sympy
+
+jax.config.update("jax_enable_x64", True)
+
+from derive.derivation import TAU, TIME  # noqa: E402
+from derive.spec import load_spec  # noqa: E402
+from numeric.training import train_relu  # noqa: E402
+from verify.models import TaskModels  # noqa: E402
+
+SPEC = Path(__file__).resolve().parent.parent / "examples" / "xor.toml"
+
+
+def timed(fn, repeat=3):
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        jax.block_until_ready(fn())
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def main():
+    task = load_spec(SPEC)
+    models = TaskModels(task)
+    compiled = models.compiled("xor")
+    ts = jnp.linspace(0, 12000, 1201)
+    deltas = jnp.linspace(0.1, 4.0, 256)
+    a0 = jnp.full(4, 1.6e-7)
+    grid = jax.jit(jax.vmap(lambda d: compiled.loss_curve(ts, a0, 100.0, [d])))
+    grid(deltas).block_until_ready()
+    t_jax = timed(lambda: grid(deltas))
+
+    derivation = models.derivation("xor")
+    loss = derivation.loss.subs(dict(zip(derivation.initial_strengths, [1.6e-7] * 4))).subs(TAU, 100.0)
+    delta = task.parameter("Delta")
+    few = np.asarray(deltas[:4])
+    start = time.perf_counter()
+    for d in few:
+        f = sympy.lambdify(TIME, loss.subs(delta, float(d)), "numpy")
+        f(np.asarray(ts))
+    t_sympy = (time.perf_counter() - start) / len(few) * len(deltas)
+    print(f"loss curves, 256 Delta x 1201 epochs: jit+vmap {t_jax * 1e3:.2f} ms; "
+          f"per-value SymPy (extrapolated) {t_sympy * 1e3:.0f} ms; ratio {t_sympy / t_jax:.0f}x")
+
+    inputs, targets = models.dataset([1.0])
+    for seeds in (1, 8):
+        run = lambda: train_relu(inputs, targets, 128, 1e-4, 0.01, 12000, range(seeds)).losses  # noqa: E731
+        run()
+        t = timed(run, repeat=2)
+        print(f"ReLU training, 128 units, 12000 epochs, {seeds} seed(s): {t:.3f} s ({seeds * 12000 / t:,.0f} epochs/s)")
+
+
+if __name__ == "__main__":
+    main()

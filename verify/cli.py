@@ -153,6 +153,68 @@ def cmd_figures(args):
         print(path)
 
 
+def _indices(text: str, source: str, bound: int, what: str) -> list[int]:
+    parts = [part.strip() for part in text.split(",") if part.strip()]
+    if not parts:
+        raise SpecError(source, what, "empty: give at least one datapoint index")
+    indices = []
+    for part in parts:
+        if not part.lstrip("-").isdigit():
+            raise SpecError(source, what, f"{part!r} is not an integer index")
+        index = int(part)
+        if not 0 <= index < bound:
+            raise SpecError(source, what, f"index {index} out of range: there are {bound} datapoints (0..{bound - 1})")
+        indices.append(index)
+    return sorted(set(indices))
+
+
+def _numeric_inputs(task, args):
+    from verify.models import TaskModels
+
+    values = task.values(_overrides(args))
+    inputs, _ = TaskModels(task).dataset([values[s] for s in task.parameters])
+    return inputs
+
+
+def cmd_realizable(args):
+    from verify.realizability import realizable
+
+    task = _load(args)
+    pattern = _indices(args.pattern, "--pattern", task.num_datapoints, "pattern")
+    ok, witness = realizable(_numeric_inputs(task, args), pattern)
+    report = {"pattern": pattern, "realizable": ok, "witness": None if witness is None else [float(w) for w in witness]}
+    _emit(report, args.json, lambda r: print(f"pattern {r['pattern']}: {'realizable, w = ' + str(r['witness']) if r['realizable'] else 'not realizable by one ReLU unit without bias'}"))
+
+
+def cmd_lemma(args):
+    import numpy as np
+
+    from verify.realizability import MAX_LEMMA_DATAPOINTS, enumerate_patterns
+
+    task = _load(args)
+    if task.num_datapoints > MAX_LEMMA_DATAPOINTS:
+        raise SpecError(task.source, "data.inputs", f"{task.num_datapoints} datapoints; lemma enumerates at most {MAX_LEMMA_DATAPOINTS}")
+    inputs = np.asarray(_numeric_inputs(task, args))
+    groups = {"single-datapoint": [frozenset([n]) for n in range(task.num_datapoints)]}
+    if args.context_columns:
+        columns = _indices(args.context_columns, "--context-columns", task.num_inputs, "context-columns")
+        keys = [tuple(row[columns]) for row in inputs]
+        classes = {key: frozenset(n for n, k in enumerate(keys) if k == key) for key in keys}
+        unions = []
+        for mask in range(1, 2 ** len(classes)):
+            unions.append(frozenset().union(*[c for k, c in enumerate(classes.values()) if mask >> k & 1]))
+        groups = {"context-only": unions, **groups}
+    report = enumerate_patterns(inputs, groups)
+    _emit(report, args.json, lambda r: print(f"{r['realizable']} realizable patterns of {r['datapoints']} datapoints: {r['by_group']}"))
+
+
+def cmd_task(args):
+    from derive.tasks import context_task, to_toml
+
+    blocks = [b.strip() for b in args.blocks.split(",") if b.strip()]
+    sys.stdout.write(to_toml(context_task(args.items, args.contexts, blocks, args.candidates)))
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="gdln", description="Exact learning dynamics of gated deep linear networks and ReLU networks.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -184,6 +246,22 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--epochs", type=int)
         p.set_defaults(run=run)
 
+    p = with_spec("realizable", "can one ReLU unit without bias be on exactly at these datapoints?")
+    p.add_argument("--pattern", required=True, metavar="I,J,...")
+    p.set_defaults(run=cmd_realizable)
+
+    p = with_spec("lemma", "enumerate and classify every realizable gate pattern (<= 16 datapoints)")
+    p.add_argument("--context-columns", metavar="I,J,...", help="input columns that encode the context")
+    p.set_defaults(run=cmd_lemma)
+
+    p = sub.add_parser("task", help="write a task spec (TOML) to stdout")
+    p.add_argument("kind", choices=["context"])
+    p.add_argument("--items", type=int, required=True)
+    p.add_argument("--contexts", type=int, required=True)
+    p.add_argument("--blocks", required=True, help="one structure per context: hierarchy, ring, cross")
+    p.add_argument("--candidates", help="context-subsets: list the candidate networks common+j")
+    p.set_defaults(run=cmd_task)
+
     p = sub.add_parser("figures", help="regenerate the papers' figures")
     p.add_argument("--quick", action="store_true", help="fewer points and seeds")
     p.add_argument("--out", default="figures", help="output folder (default: figures)")
@@ -205,6 +283,8 @@ def main(argv=None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # output piped into a reader that stopped early
+        return 0
     return 0
 
 

@@ -1,0 +1,134 @@
+"""Builders of item-feature structures (Saxe et al. 2019) and of the context task
+(paper Sections 4-5), producing spec dictionaries for :func:`derive.spec.task_from_dict`.
+
+Items are columns of a structure ``F`` (features x items); datapoints of the context
+task are ordered context-major: datapoint ``n = c * P + i`` is item ``i`` in context ``c``.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from itertools import combinations
+
+from .errors import SpecError
+
+PAPER_RING_BUMP = (0, Fraction(33, 100), Fraction(66, 100), 1, 1, Fraction(66, 100), Fraction(33, 100), 0)
+
+
+def hierarchy(items: int) -> list[list]:
+    """Binary tree over ``items = 2^n`` leaves: one feature per tree node (1 + 2 + ... + P rows)."""
+    if items < 1 or items & (items - 1):
+        raise SpecError("--items", "hierarchy", f"needs a power of two items, got {items}")
+    rows, groups = [], 1
+    while groups <= items:
+        size = items // groups
+        rows += [[int(i // size == g) for i in range(items)] for g in range(groups)]
+        groups *= 2
+    return rows
+
+
+def ring(items: int) -> list[list]:
+    """The paper's ring block (8 items): a row of ones, the bump in all 8 cyclic shifts,
+    then the first 6 shifts again (15 rows)."""
+    if items != len(PAPER_RING_BUMP):
+        raise SpecError("--items", "ring", f"the paper's ring block is defined for {len(PAPER_RING_BUMP)} items, got {items}")
+    shifts = [list(PAPER_RING_BUMP[k:] + PAPER_RING_BUMP[:k]) for k in range(items)]
+    return [[1] * items] + shifts + shifts[:6]
+
+
+def cross(items: int) -> list[list]:
+    """The hierarchy with its quarter rows replaced by the item pairs {1,3}, {2,4}, {5,7}, {6,8}."""
+    if items != 8:
+        raise SpecError("--items", "cross", f"the paper's cross block is defined for 8 items, got {items}")
+    rows = hierarchy(items)
+    pairs = [(0, 2), (1, 3), (4, 6), (5, 7)]
+    rows[3:7] = [[int(i in pair) for i in range(items)] for pair in pairs]
+    return rows
+
+
+STRUCTURES = {"hierarchy": hierarchy, "ring": ring, "cross": cross}
+
+
+def context_task(items: int, contexts: int, blocks: list[str], candidates: str | None = None) -> dict:
+    """Spec dictionary of the context task: common hierarchy block plus one block per context."""
+    if contexts < 2:
+        raise SpecError("--contexts", "K", f"the context task needs at least 2 contexts, got {contexts}")
+    if len(blocks) != contexts:
+        raise SpecError("--blocks", "blocks", f"expected {contexts} block names (one per context), got {len(blocks)}")
+    for name in blocks:
+        if name not in STRUCTURES:
+            raise SpecError("--blocks", name, f"unknown structure (known: {', '.join(sorted(STRUCTURES))})")
+    common = hierarchy(items)
+    per_context = [STRUCTURES[name](items) for name in blocks]
+    inputs, targets = [], []
+    for c in range(contexts):
+        for i in range(items):
+            inputs.append([int(k == i) for k in range(items)] + [int(k == c) for k in range(contexts)])
+            row = [f[i] for f in common]
+            for k, block in enumerate(per_context):
+                row += [f[i] if k == c else 0 for f in block]
+            targets.append(row)
+    spec = {
+        "title": f"Context task: {items} items, {contexts} contexts, blocks {', '.join(blocks)}",
+        "data": {"inputs": inputs, "targets": targets},
+        "training": {"learning_rate": 0.001, "init_scale": 1e-4, "epochs": 8000, "hidden_units": 700, "seeds": 3},
+        "network": [],
+    }
+    if candidates == "context-subsets":
+        spec["network"] = context_subset_candidates(items, contexts)
+    elif candidates is not None:
+        raise SpecError("--candidates", candidates, "unknown candidate family (known: context-subsets)")
+    return spec
+
+
+def context_subset_candidates(items: int, contexts: int) -> list[dict]:
+    """``common+j`` for j = 1..K-1 and ``common+all``: a common pathway on every datapoint
+    with item and context inputs, plus one item-input pathway per j-subset of contexts."""
+
+    def subset_pathways(size):
+        return [
+            {
+                "name": "contexts-" + "-".join(str(c + 1) for c in subset),
+                "active": [c * items + i for c in subset for i in range(items)],
+                "inputs": list(range(items)),
+            }
+            for subset in combinations(range(contexts), size)
+        ]
+
+    common = {"name": "common"}
+    networks = [{"name": f"common+{j}", "pathway": [common] + subset_pathways(j)} for j in range(1, contexts)]
+    networks.append({"name": "common+all", "pathway": [common] + [p for j in range(1, contexts) for p in subset_pathways(j)]})
+    return networks
+
+
+def to_toml(spec: dict) -> str:
+    """TOML text of a spec dictionary (numbers, strings, lists, tables, arrays of tables)."""
+
+    def value(v):
+        if isinstance(v, bool):
+            return str(v).lower()
+        if isinstance(v, Fraction):
+            return repr(float(v)) if v.denominator != 1 else str(v.numerator)
+        if isinstance(v, (int, float)):
+            return repr(v)
+        if isinstance(v, str):
+            return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+        if isinstance(v, list):
+            return "[" + ", ".join(value(x) for x in v) + "]"
+        raise TypeError(type(v))
+
+    lines = [f"title = {value(spec['title'])}", ""]
+    lines.append("[data]")
+    lines.append("inputs = [")
+    lines += [f"  {value(row)}," for row in spec["data"]["inputs"]]
+    lines.append("]")
+    lines.append("targets = [")
+    lines += [f"  {value(row)}," for row in spec["data"]["targets"]]
+    lines += ["]", "", "[training]"]
+    lines += [f"{k} = {value(v)}" for k, v in spec["training"].items()]
+    for network in spec["network"]:
+        lines += ["", "[[network]]", f"name = {value(network['name'])}"]
+        for pathway in network["pathway"]:
+            lines.append("[[network.pathway]]")
+            lines += [f"{k} = {value(v)}" for k, v in pathway.items()]
+    return "\n".join(lines) + "\n"

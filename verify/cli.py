@@ -97,17 +97,18 @@ def _render_verify(report):
 
 def cmd_derive(args):
     from derive.crossover import crossovers
-    from derive.derivation import NetworkDerivation
     from derive.latex import derivation_latex
+    from verify.models import TaskModels
     from verify.reports import derive_report
 
     task = _load(args)
+    models = TaskModels(task)
     overrides = _overrides(args)
-    report = derive_report(task, args.network, overrides)
+    report = derive_report(task, args.network, overrides, models)
     if args.latex:
         values = task.values(overrides)
-        derivation = NetworkDerivation(task, args.network)
-        others = [NetworkDerivation(task, n) for n in task.networks if n.name != derivation.network.name]
+        derivation = models.derivation(args.network)
+        others = [models.derivation(n.name) for n in task.networks if n.name != derivation.network.name]
         found = [c for other in others for p in task.parameters for c in crossovers(derivation, other, p, values)]
         _write(args.latex, derivation_latex(derivation, found))
     _emit(report, args.json, _render_derive)

@@ -15,7 +15,6 @@ import sympy
 from tqdm import tqdm
 
 from derive.crossover import crossovers
-from derive.derivation import NetworkDerivation
 from derive.errors import SpecError
 from derive.spec import Task
 from numeric.race import crossing_time
@@ -45,9 +44,9 @@ def epoch_grid(epochs: int) -> jnp.ndarray:
     return jnp.arange(epochs + 1, dtype=jnp.float64)
 
 
-def derive_report(task: Task, network: str, overrides: Mapping[str, float] | None = None) -> dict:
+def derive_report(task: Task, network: str, overrides: Mapping[str, float] | None = None, models: TaskModels | None = None) -> dict:
     values = task.values(overrides)
-    derivation = NetworkDerivation(task, network)
+    derivation = (models or TaskModels(task)).derivation(task.network(network).name)
     closed = derivation.closed_forms
     pathways = []
     position = 0

@@ -40,11 +40,13 @@ MAX_EXPRESSION_LENGTH = 500
 
 
 def exact_number(value, source: str, key: str) -> sympy.Expr:
-    """An exact SymPy number for a TOML int or float (floats via their decimal text)."""
+    """An exact SymPy number for a TOML int or float (floats via their decimal text), or a Fraction."""
     if isinstance(value, bool):
         raise SpecError(source, key, f"expected a number, got {str(value).lower()}")
     if isinstance(value, int):
         return sympy.Integer(value)
+    if isinstance(value, Fraction):
+        return sympy.Rational(value.numerator, value.denominator)
     if isinstance(value, float):
         if not math.isfinite(value):
             raise SpecError(source, key, f"non-finite number {value}")

@@ -91,6 +91,7 @@ class Task:
     training: Training
     networks: tuple[Network, ...]
     source: str = "<python>"
+    contexts: tuple[int, ...] | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     @property
@@ -160,7 +161,7 @@ def task_from_dict(document: Mapping[str, Any], source: str = "<python>", defaul
         raise SpecError(source, "title", "expected a string")
 
     defaults, symbols = _read_parameters(document.get("parameters", {}), source)
-    inputs, targets = _read_data(document.get("data"), symbols, source)
+    inputs, targets, contexts = _read_data(document.get("data"), symbols, source)
     training = _read_training(document.get("training", {}), source)
     networks = _read_networks(document.get("network", []), inputs.rows, inputs.cols, targets.cols, training, source)
     return Task(
@@ -171,6 +172,7 @@ def task_from_dict(document: Mapping[str, Any], source: str = "<python>", defaul
         training=training,
         networks=networks,
         source=source,
+        contexts=contexts,
     )
 
 
@@ -224,7 +226,7 @@ def _read_data(table, symbols, source):
     if table is None:
         raise SpecError(source, "data", "missing table [data] with inputs and targets")
     _require_table(table, source, "data")
-    _reject_unknown(table, {"inputs", "targets"}, source, "data.")
+    _reject_unknown(table, {"inputs", "targets", "contexts"}, source, "data.")
     for key in ("inputs", "targets"):
         if key not in table:
             raise SpecError(source, f"data.{key}", "missing")
@@ -234,7 +236,16 @@ def _read_data(table, symbols, source):
         raise SpecError(
             source, "data.targets", f"{targets.rows} rows but data.inputs has {inputs.rows} (one row per datapoint)"
         )
-    return inputs, targets
+    contexts = None
+    if "contexts" in table:
+        labels = table["contexts"]
+        if not isinstance(labels, list) or len(labels) != inputs.rows:
+            raise SpecError(source, "data.contexts", f"expected a list of {inputs.rows} context labels (one per datapoint)")
+        for n, label in enumerate(labels):
+            if isinstance(label, bool) or not isinstance(label, int) or label < 1:
+                raise SpecError(source, f"data.contexts[{n}]", f"expected a context number >= 1, got {label!r}")
+        contexts = tuple(labels)
+    return inputs, targets, contexts
 
 
 def _positive_int(value, source, key):

@@ -140,3 +140,19 @@ def train_gdln(inputs, targets, layout: GdlnLayout, init_scale: float, learning_
         seed_keys(seeds), jnp.asarray(inputs, jnp.float64), jnp.asarray(targets, jnp.float64), layout, init_scale, learning_rate, epochs
     )
     return TrainingRun(losses, initial, final)
+
+
+def relu_hidden(params, inputs):
+    """Hidden activity ``relu(W1 x)`` of a ReLU network, rows are datapoints."""
+    return jax.nn.relu(jnp.asarray(inputs) @ params[0].T)
+
+
+def gdln_hidden(params, inputs, layout: GdlnLayout):
+    """Last hidden layer of every module, gated, side by side (rows are datapoints)."""
+    columns = []
+    for p, weights in enumerate(params):
+        hidden = jnp.asarray(inputs)[:, jnp.array(layout.inputs[p])]
+        for w in weights[:-1]:
+            hidden = hidden @ w.T
+        columns.append(jnp.array(layout.gates[p])[:, None] * hidden)
+    return jnp.concatenate(columns, axis=1)

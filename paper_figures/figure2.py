@@ -48,7 +48,7 @@ def figure2(out: Path, quick: bool = False) -> Path:
     for delta in tqdm(sorted(set(deltas) | set(curve_deltas)), desc="figure 2", disable=None):
         run, values, training = simulate(task, "relu", {"Delta": float(delta)}, seeds=seeds, models=models)
         losses = np.asarray(run.losses)
-        predictions = predicted_relu_curves(models, run, values, training)
+        predictions = predicted_relu_curves(models, run, values, training, ts)
         if delta in deltas:
             relu_times.append([crossing_time(ts, row, 0.5) for row in losses])
             for name in predicted_times:

@@ -53,10 +53,28 @@ def _fmt(value) -> str:
     return "never" if value is None else f"{value:.6g}"
 
 
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
 def _render_race(report):
     print("parameters: " + ", ".join(f"{k} = {v:g}" for k, v in report["parameters"].items()))
     for n in report["networks"]:
-        print(f"  {n['name']:<16} speed {n['speed']['expr']} = {n['speed']['value']:.6g}   t_half {_fmt(n['t_half'])}   t_90 {_fmt(n['t_90'])}")
+        speed = n["speed"]
+        symbolic = "" if _is_number(speed["expr"]) else f"{speed['expr']} = "
+        print(
+            f"  {n['name']:<16} speed {symbolic}{speed['value']:.6g}   t_half {_fmt(n['t_half'])}   t_90 {_fmt(n['t_90'])}"
+            f"   final loss {n['final_loss']:.3g}   ({n['dynamics']})"
+        )
+        if "staged" in n:
+            st = n["staged"]
+            kind = "closed form" if st["rest_closed_form"] else "reduced flow"
+            print(f"    staged ({st['first']} first, the rest on its residual, {kind}): max deviation {st['max_deviation']:.4f}")
+    print(f"ranking: {', '.join(report['ranking'])}")
     print(f"winner: {report['winner']}")
     for c in report["crossovers"]:
         a, b = c["networks"]
@@ -93,6 +111,14 @@ def _render_verify(report):
     for n in report["networks"]:
         print(f"  {n['name']:<16} max deviation {n['max_deviation']:.4f}   t_half predicted {_fmt(n['t_half_predicted'])}   ReLU {_fmt(n['t_half_relu'])}")
     print(f"the ReLU network follows: {report['follows']}")
+    census = report.get("census")
+    if census:
+        shares = ", ".join(f"{k} {v:.2f}" for k, v in sorted(census["fractions"].items(), key=lambda kv: -kv[1]))
+        print(f"hidden units by gate pattern ({census['units']} learned units): {shares}")
+        shares = ", ".join(f"{k} {v:.2f}" for k, v in sorted(census["majority_fractions"].items(), key=lambda kv: -kv[1]))
+        print(f"  counting a unit on in a context where it is on for most items: {shares}")
+    if report.get("mds"):
+        print(f"MDS: ReLU vs {report['mds']['network']} representations, Procrustes disparity {report['mds']['procrustes_disparity']:.4f}")
 
 
 def cmd_derive(args):
@@ -124,7 +150,7 @@ def _write(path: str, text: str) -> None:
 def cmd_race(args):
     from verify.reports import race_report
 
-    _emit(race_report(_load(args), _overrides(args)), args.json, _render_race)
+    _emit(race_report(_load(args), _overrides(args), staged=args.staged), args.json, _render_race)
 
 
 def cmd_simulate(args):
@@ -233,6 +259,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(run=cmd_derive)
 
     p = with_spec("race", "rank the candidate networks and find crossovers")
+    p.add_argument("--staged", action="store_true", help="also report the staged approximation (first pathway, then the rest on its residual) and its error")
     p.set_defaults(run=cmd_race)
 
     for name, help_text, run in (

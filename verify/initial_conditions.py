@@ -44,3 +44,8 @@ def expected_initial_strengths(compiled: CompiledNetwork, init_scale: float) -> 
     return jnp.array(
         [formulas.expected_initial_strength(network.pathways[ref.pathway].units, init_scale) for ref in compiled.derivation.mode_refs]
     )
+
+
+def pathway_initial_strengths(network: Network, init_scale: float) -> jnp.ndarray:
+    """``a0 = units * init_scale^2 / 2`` per pathway, for the exact reduced flow."""
+    return jnp.array([formulas.expected_initial_strength(p.units, init_scale) for p in network.pathways])

@@ -9,6 +9,7 @@ import math
 from itertools import combinations
 from typing import Mapping
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import sympy
@@ -18,10 +19,12 @@ from derive.crossover import crossovers
 from derive.errors import SpecError
 from derive.spec import Task
 from numeric.race import crossing_time
-from numeric.training import gdln_layout, train_gdln, train_relu
+from numeric.reduced_flow import loss_of_maps, staged_maps
+from numeric.training import gdln_hidden, gdln_layout, relu_hidden, train_gdln, train_relu
 
-from .initial_conditions import expected_initial_strengths, relu_initial_strengths
+from .initial_conditions import expected_initial_strengths, pathway_initial_strengths, relu_initial_strengths
 from .models import TaskModels
+from .representations import gate_census, mds_comparison
 
 
 def _number(expr: sympy.Expr, values: Mapping) -> float:
@@ -40,8 +43,16 @@ def _vector(task: Task, values: Mapping) -> list[float]:
     return [float(values[symbol]) for symbol in task.parameters]
 
 
-def epoch_grid(epochs: int) -> jnp.ndarray:
-    return jnp.arange(epochs + 1, dtype=jnp.float64)
+THEORY_POINTS = 1000
+
+
+def epoch_grid(epochs: int, stride: int = 1) -> jnp.ndarray:
+    return jnp.arange(0, epochs + 1, stride, dtype=jnp.float64)
+
+
+def theory_stride(epochs: int) -> int:
+    """Epochs between samples of predicted curves: about ``THEORY_POINTS`` samples per run."""
+    return max(1, epochs // THEORY_POINTS)
 
 
 def derive_report(task: Task, network: str, overrides: Mapping[str, float] | None = None, models: TaskModels | None = None) -> dict:
@@ -76,31 +87,73 @@ def derive_report(task: Task, network: str, overrides: Mapping[str, float] | Non
     }
 
 
-def race_report(task: Task, overrides: Mapping[str, float] | None = None, models: TaskModels | None = None) -> dict:
+def dynamics_kind(models: TaskModels, name: str) -> str:
+    derivation = models.derivation(name)
+    if models.uses_flow(name):
+        return "reduced flow"
+    return "closed form" if derivation.has_closed_form else "race ODE"
+
+
+def predicted_curve(models: TaskModels, name: str, ts, values: Mapping, init_scale: float, tau: float | None = None) -> np.ndarray:
+    """A network's loss curve with every pathway started from its width and the init scale:
+    closed forms where derived, the race ODE otherwise, and the exact reduced flow where
+    interacting pathways have no closed form."""
+    task = models.task
+    vector = _vector(task, values)
+    tau = task.training.tau if tau is None else tau
+    if models.uses_flow(name):
+        flow = models.flow(name)
+        return np.asarray(flow.trajectory(ts, pathway_initial_strengths(flow.derivation.network, init_scale), tau, vector).loss)
+    compiled = models.compiled(name)
+    return np.asarray(compiled.loss_curve(ts, expected_initial_strengths(compiled, init_scale), tau, vector))
+
+
+def staged_report(models: TaskModels, name: str, ts, values: Mapping, exact_curve: np.ndarray) -> dict:
+    """The staged approximation of a network with interacting pathways, and its error
+    against the exact dynamics (max |L_staged - L_exact| / L(0))."""
+    task = models.task
+    staged = models.staged(name)
+    vector = _vector(task, values)
+    init_scale = task.training.init_scale
+    a0 = {p.name: float(a) for p, a in zip(staged.network.pathways, pathway_initial_strengths(staged.network, init_scale))}
+    curve = np.asarray(loss_of_maps(models.flow(name), staged_maps(staged, ts, a0, task.training.tau, vector), vector))
+    second = staged.second_stage
+    return {
+        "first": staged.first.name,
+        "first_closed_form": staged.first_stage.has_closed_form,
+        "rest_closed_form": second.has_closed_form,
+        "rest_symmetric_groups": [[second.network.pathways[p].name for p in g] for g in second.symmetric_groups],
+        "max_deviation": float(np.max(np.abs(curve - exact_curve)) / exact_curve[0]),
+    }
+
+
+def race_report(task: Task, overrides: Mapping[str, float] | None = None, models: TaskModels | None = None, staged: bool = False) -> dict:
     """Rank the candidate networks by their predicted time to learn, and find crossovers."""
     models = models or TaskModels(task)
     if not task.networks:
         raise SpecError(task.source, "network", "the race needs at least one [[network]]")
     values = task.values(overrides)
-    vector = _vector(task, values)
-    ts = epoch_grid(task.training.epochs)
+    ts = epoch_grid(task.training.epochs, theory_stride(task.training.epochs))
     derivations = {n.name: models.derivation(n.name) for n in task.networks}
     networks = []
     for name, derivation in tqdm(derivations.items(), desc="race", disable=None, leave=False):
-        compiled = models.compiled(name)
-        curve = compiled.loss_curve(ts, expected_initial_strengths(compiled, task.training.init_scale), task.training.tau, vector)
-        networks.append(
-            {
-                "name": name,
-                "speed": _entry(derivation.speed, values),
-                "t_half": _finite_or_none(crossing_time(ts, curve, 0.5)),
-                "t_90": _finite_or_none(crossing_time(ts, curve, 0.1)),
-                "closed_form": derivation.closed_forms is not None,
-                "pathways": [{"name": pd.name, "singular_values": [_entry(m.s, values) for m in pd.modes]} for pd in derivation.pathways],
-            }
-        )
-    finishing = [n for n in networks if n["t_90"] is not None]
-    winner = min(finishing, key=lambda n: n["t_90"])["name"] if finishing else None
+        curve = predicted_curve(models, name, ts, values, task.training.init_scale)
+        entry = {
+            "name": name,
+            "speed": _entry(derivation.speed, values),
+            "t_half": _finite_or_none(crossing_time(ts, curve, 0.5)),
+            "t_90": _finite_or_none(crossing_time(ts, curve, 0.1)),
+            "final_loss": float(curve[-1] / curve[0]),
+            "dynamics": dynamics_kind(models, name),
+            "closed_form": derivation.closed_forms is not None,
+            "pathways": [{"name": pd.name, "singular_values": [_entry(m.s, values) for m in pd.modes]} for pd in derivation.pathways],
+        }
+        if staged and derivation.cross_correlations and len(derivation.pathways) > 1:
+            entry["staged"] = staged_report(models, name, ts, values, curve)
+        networks.append(entry)
+    # the first to reach 10% of the initial loss wins; among those that never do, the lowest final loss
+    ranking = [n["name"] for n in sorted(networks, key=lambda n: (n["t_90"] is None, n["t_90"] or 0.0, n["final_loss"]))]
+    winner = ranking[0]
     found = []
     for first, second in combinations(derivations.values(), 2):
         for parameter in task.parameters:
@@ -116,7 +169,7 @@ def race_report(task: Task, overrides: Mapping[str, float] | None = None, models
                         "faster_above": c.faster_above,
                     }
                 )
-    return {"parameters": {s.name: v for s, v in values.items()}, "networks": networks, "winner": winner, "crossovers": found}
+    return {"parameters": {s.name: v for s, v in values.items()}, "networks": networks, "ranking": ranking, "winner": winner, "crossovers": found}
 
 
 def _settings(task: Task, seeds: int | None, epochs: int | None):
@@ -161,18 +214,21 @@ def simulate_report(task: Task, model: str, overrides=None, seeds=None, epochs=N
     }
 
 
-def predicted_relu_curves(models: TaskModels, run, values, training) -> dict[str, np.ndarray]:
-    """Each candidate's predicted loss curve for the trained ReLU runs, averaged over seeds.
+def predicted_relu_curves(models: TaskModels, run, values, training, ts) -> dict[str, np.ndarray]:
+    """Each candidate's predicted loss curve for the trained ReLU runs at epochs ``ts``.
 
-    Initial strengths come from each seed's initial ReLU weights (see
-    :mod:`verify.initial_conditions`); nothing is fitted to the ReLU losses."""
+    Pathways that do not interact start from each seed's initial ReLU weights (see
+    :mod:`verify.initial_conditions`), averaged over seeds; interacting pathways follow the
+    exact reduced flow from their width and the init scale. Nothing is fitted to the ReLU losses."""
     task = models.task
     vector = _vector(task, values)
     inputs, _ = models.dataset(vector)
-    ts = epoch_grid(training.epochs)
     w1s, w2s = run.initial
     curves = {}
     for network in task.networks:
+        if models.uses_flow(network.name):
+            curves[network.name] = predicted_curve(models, network.name, ts, values, training.init_scale, training.tau)
+            continue
         compiled = models.compiled(network.name)
         per_seed = [
             compiled.loss_curve(ts, relu_initial_strengths(compiled, w1s[k], w2s[k], inputs, vector), training.tau, vector)
@@ -182,23 +238,38 @@ def predicted_relu_curves(models: TaskModels, run, values, training) -> dict[str
     return curves
 
 
-def verify_report(task: Task, overrides=None, seeds=None, epochs=None, models: TaskModels | None = None) -> dict:
-    """Train the ReLU network and say which candidate network it follows, and how closely."""
+def verify_report(task: Task, overrides=None, seeds=None, epochs=None, models: TaskModels | None = None, representations: bool = True) -> dict:
+    """Train the ReLU network and say which candidate network it follows, and how closely;
+    with ``data.contexts``, add the census of its hidden units and the MDS comparison with
+    the followed candidate trained as a GDLN with explicit gates."""
     models = models or TaskModels(task)
     if not task.networks:
         raise SpecError(task.source, "network", "verification needs at least one [[network]]")
     run, values, training = simulate(task, "relu", overrides, seeds, epochs, models)
-    ts = epoch_grid(training.epochs)
-    relu = np.mean(np.asarray(run.losses), axis=0)
-    predictions = predicted_relu_curves(models, run, values, training)
+    stride = theory_stride(training.epochs)
+    ts = epoch_grid(training.epochs, stride)
+    relu = np.mean(np.asarray(run.losses), axis=0)[::stride]
+    predictions = predicted_relu_curves(models, run, values, training, ts)
     networks = [
         {
             "name": name,
             "max_deviation": float(np.max(np.abs(curve - relu)) / relu[0]),
+            "mean_deviation": float(np.mean(np.abs(curve - relu)) / relu[0]),
             "t_half_predicted": _finite_or_none(crossing_time(ts, curve, 0.5)),
             "t_half_relu": _finite_or_none(crossing_time(ts, relu, 0.5)),
+            "dynamics": dynamics_kind(models, name),
         }
         for name, curve in predictions.items()
     ]
-    follows = min(networks, key=lambda n: n["max_deviation"])["name"]
-    return {"parameters": {s.name: v for s, v in values.items()}, "seeds": training.seeds, "epochs": training.epochs, "follows": follows, "networks": networks}
+    follows = min(networks, key=lambda n: (round(n["max_deviation"], 4), n["mean_deviation"]))["name"]
+    report = {"parameters": {s.name: v for s, v in values.items()}, "seeds": training.seeds, "epochs": training.epochs, "follows": follows, "networks": networks}
+    if task.contexts is not None:
+        inputs, _ = models.dataset(_vector(task, values))
+        report["census"] = gate_census(task, inputs, *run.final)
+        if representations:
+            reln, _, _ = simulate(task, follows, overrides, 1, epochs, models)
+            layout = gdln_layout(task.network(follows), task.num_datapoints)
+            first = jax.tree_util.tree_map(lambda w: w[0], reln.final)
+            relu_params = jax.tree_util.tree_map(lambda w: w[0], run.final)
+            report["mds"] = {"network": follows, **mds_comparison(np.asarray(relu_hidden(relu_params, inputs)), np.asarray(gdln_hidden(first, inputs, layout)))}
+    return report

@@ -93,3 +93,14 @@ def crossing_time(ts, curve, fraction: float) -> float:
     curve = jnp.asarray(curve, dtype=jnp.float64)
     position = _first_crossing(curve, fraction * curve[0])
     return float(jnp.interp(position, jnp.arange(ts.shape[0], dtype=jnp.float64), ts)) if jnp.isfinite(position) else float("nan")
+
+
+def closed_form_maps(compiled: CompiledNetwork, ts, a0, tau, values) -> dict:
+    """Per pathway name, ``W_p(t) = sum_k a_k(t) u_k v_k^T`` from the closed forms (or race ODE)."""
+    strengths = compiled.strengths(ts, a0, tau, values)
+    maps: dict = {}
+    for column, (ref, (_, _, u, v)) in enumerate(zip(compiled.derivation.mode_refs, compiled.modes(values))):
+        name = compiled.derivation.network.pathways[ref.pathway].name
+        term = strengths[:, column, None, None] * jnp.outer(u, v)[None]
+        maps[name] = maps[name] + term if name in maps else term
+    return maps

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .context_figures import figure3, figure4, figure5
 from .figure2 import figure2
 
-FIGURES = {"figure2": figure2}
+FIGURES = {"figure2": figure2, "figure3": figure3, "figure4": figure4, "figure5": figure5}
 
-__all__ = ["FIGURES", "figure2", "regenerate"]
+__all__ = ["FIGURES", "figure2", "figure3", "figure4", "figure5", "regenerate"]
 
 
 def regenerate(out: Path, quick: bool = False) -> list[Path]:

@@ -129,7 +129,7 @@ def figure5(out: Path, quick: bool = False) -> Path:
             for (label, s), index in shown.items():
                 ax_s.plot(ts, strengths[:, index], color="tab:blue" if stage is staged.first_stage else "tab:green", alpha=0.8)
             maps.update(closed_form_maps(compiled, ts, a0, training.tau, []))
-        ax_s.set_title(f"K = {k}: closed-form mode strengths\n(blue: common, green: context pathways, one per class)")
+        ax_s.set_title(f"K = {k}: closed-form mode strengths\nblue: common; green: context group", fontsize=10)
         ax_s.set_xlabel("epoch")
         flow = models.flow(name)
         exact = np.asarray(flow.trajectory(ts, pathway_initial_strengths(flow.derivation.network, training.init_scale), training.tau, []).loss)

@@ -69,6 +69,7 @@ def test_lemma_enumeration_on_two_items_two_contexts(capsys, tmp_path):
     [
         (["task", "context", "--items", "8", "--contexts", "1", "--blocks", "hierarchy"], "at least 2 contexts"),
         (["task", "context", "--items", "8", "--contexts", "2", "--blocks", "hierarchy,nope"], "--blocks: nope: unknown structure"),
+        (["task", "context", "--items", "5", "--contexts", "2", "--blocks", "clusters,chain"], "clusters: needs an even number of items"),
     ],
 )
 def test_task_bad_input(capsys, argv, fragment):
@@ -83,3 +84,20 @@ def test_pattern_bad_input(capsys, tmp_path):
     assert "index 4 out of range" in capsys.readouterr().err
     assert main(["realizable", str(path), "--pattern", ","]) == 2
     assert "empty" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "old, new, fragment",
+    [
+        ("contexts = [1, 1, 2, 2]", "contexts = [1, 1, 2]", "data.contexts: expected a list of 4 context labels"),
+        ("contexts = [1, 1, 2, 2]", "contexts = [1, 1, 0, 2]", "data.contexts[2]: expected a context number >= 1, got 0"),
+    ],
+)
+def test_bad_context_labels(capsys, tmp_path, old, new, fragment):
+    text = to_toml(context_task(2, 2, ["hierarchy", "hierarchy"], "context-subsets"))
+    assert old in text
+    path = tmp_path / "bad.toml"
+    path.write_text(text.replace(old, new))
+    assert main(["race", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert fragment in err and err.count("\n") == 1

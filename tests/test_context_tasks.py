@@ -69,7 +69,7 @@ def test_lemma_enumeration_on_two_items_two_contexts(capsys, tmp_path):
     [
         (["task", "context", "--items", "8", "--contexts", "1", "--blocks", "hierarchy"], "at least 2 contexts"),
         (["task", "context", "--items", "8", "--contexts", "2", "--blocks", "hierarchy,nope"], "--blocks: nope: unknown structure"),
-        (["task", "context", "--items", "5", "--contexts", "2", "--blocks", "clusters,chain"], "clusters: needs an even number of items"),
+        (["task", "context", "--items", "5", "--contexts", "2", "--blocks", "clusters,chain"], "--items: hierarchy: needs a power of two items, got 5"),
     ],
 )
 def test_task_bad_input(capsys, argv, fragment):

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import jax
 import matplotlib
 
 matplotlib.use("Agg")
@@ -89,7 +90,10 @@ def figure4(out: Path, quick: bool = False) -> Path:
     ax_b.set_title("(b) singular values per pathway (4 largest)")
     ax_b.legend(fontsize=7)
     inputs, _ = models.dataset([])
-    first = lambda tree: __import__("jax").tree_util.tree_map(lambda w: w[0], tree)  # noqa: E731
+
+    def first(tree):
+        return jax.tree_util.tree_map(lambda w: w[0], tree)
+
     coordinates = {
         "ReLU": classical_mds(np.asarray(relu_hidden(first(relu.final), inputs))),
         f"ReLN {winner}": classical_mds(np.asarray(gdln_hidden(first(reln.final), inputs, gdln_layout(task.network(winner), task.num_datapoints)))),
@@ -126,7 +130,7 @@ def figure5(out: Path, quick: bool = False) -> Path:
             for column_index, ref in enumerate(stage.mode_refs):
                 key = (stage.network.pathways[ref.pathway].name if len(stage.symmetric_groups) > 1 or stage is staged.first_stage else "context pathways", round(float(stage.mode(ref).s), 9))
                 shown.setdefault(key, column_index)
-            for (label, s), index in shown.items():
+            for index in shown.values():
                 ax_s.plot(ts, strengths[:, index], color="tab:blue" if stage is staged.first_stage else "tab:green", alpha=0.8)
             maps.update(closed_form_maps(compiled, ts, a0, training.tau, []))
         ax_s.set_title(f"K = {k}: closed-form mode strengths\nblue: common; green: context group", fontsize=10)

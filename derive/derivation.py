@@ -164,7 +164,6 @@ class NetworkDerivation:
             offsets.append(offsets[-1] + len(pd.modes))
         for k, ref in enumerate(refs):
             entries[k, k] = self.mode(ref).d
-        pathways = self.network.pathways
         for (q, p), correlation in self.cross_correlations.items():
             u_p, v_p = self._mode_matrices(p)
             u_q, v_q = self._mode_matrices(q)

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import jax
 import matplotlib
 
 matplotlib.use("Agg")
@@ -24,11 +23,10 @@ import numpy as np  # noqa: E402
 from derive.spec import load_spec  # noqa: E402
 from numeric.race import CompiledNetwork, closed_form_maps  # noqa: E402
 from numeric.reduced_flow import loss_of_maps  # noqa: E402
-from numeric.training import gdln_hidden, gdln_layout, relu_hidden  # noqa: E402
 from verify.initial_conditions import expected_initial_strengths, pathway_initial_strengths  # noqa: E402
 from verify.models import TaskModels  # noqa: E402
-from verify.reports import epoch_grid, race_report, simulate, theory_stride  # noqa: E402
-from verify.representations import classical_mds  # noqa: E402
+from verify.reports import epoch_grid, predicted_curve, race_report, simulate, theory_stride  # noqa: E402
+from verify.representations import classical_mds, hidden_layers  # noqa: E402
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 SECTION4 = EXAMPLES / "section4_context.toml"
@@ -90,14 +88,8 @@ def figure4(out: Path, quick: bool = False) -> Path:
     ax_b.set_title("(b) singular values per pathway (4 largest)")
     ax_b.legend(fontsize=7)
     inputs, _ = models.dataset([])
-
-    def first(tree):
-        return jax.tree_util.tree_map(lambda w: w[0], tree)
-
-    coordinates = {
-        "ReLU": classical_mds(np.asarray(relu_hidden(first(relu.final), inputs))),
-        f"ReLN {winner}": classical_mds(np.asarray(gdln_hidden(first(reln.final), inputs, gdln_layout(task.network(winner), task.num_datapoints)))),
-    }
+    relu_hidden_layer, reln_hidden_layer = hidden_layers(task, relu, reln, winner, inputs)
+    coordinates = {"ReLU": classical_mds(relu_hidden_layer), f"ReLN {winner}": classical_mds(reln_hidden_layer)}
     markers = {"ReLU": "o", f"ReLN {winner}": "x"}
     contexts = np.asarray(task.contexts)
     for label, xy in coordinates.items():
@@ -135,9 +127,8 @@ def figure5(out: Path, quick: bool = False) -> Path:
             maps.update(closed_form_maps(compiled, ts, a0, training.tau, []))
         ax_s.set_title(f"K = {k}: closed-form mode strengths\nblue: common; green: context group", fontsize=10)
         ax_s.set_xlabel("epoch")
-        flow = models.flow(name)
-        exact = np.asarray(flow.trajectory(ts, pathway_initial_strengths(flow.derivation.network, training.init_scale), training.tau, []).loss)
-        staged_loss = np.asarray(loss_of_maps(flow, maps, []))
+        exact = predicted_curve(models, name, ts, task.values(), training.init_scale)
+        staged_loss = np.asarray(loss_of_maps(models.flow(name), maps, []))
         relu, _, _ = simulate(task, "relu", seeds=1 if quick else training.seeds, models=models)
         ax_l = axes[1, column]
         ax_l.plot(ts, np.asarray(relu.losses).mean(axis=0)[::stride], color="tab:red", label="ReLU network")

@@ -6,7 +6,7 @@ import pytest
 
 from derive.tasks import context_task, cross, hierarchy, ring, to_toml
 from verify.cli import main
-from verify.realizability import enumerate_patterns, realizable
+from verify.realizability import realizable
 
 
 def test_structures_match_the_papers_data():

@@ -9,7 +9,6 @@ import math
 from itertools import combinations
 from typing import Mapping
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 import sympy
@@ -20,11 +19,11 @@ from derive.errors import SpecError
 from derive.spec import Task
 from numeric.race import crossing_time
 from numeric.reduced_flow import loss_of_maps, staged_maps
-from numeric.training import gdln_hidden, gdln_layout, relu_hidden, train_gdln, train_relu
+from numeric.training import gdln_layout, train_gdln, train_relu
 
 from .initial_conditions import expected_initial_strengths, pathway_initial_strengths, relu_initial_strengths
 from .models import TaskModels
-from .representations import gate_census, mds_comparison
+from .representations import gate_census, hidden_layers, mds_comparison
 
 
 def _number(expr: sympy.Expr, values: Mapping) -> float:
@@ -268,8 +267,5 @@ def verify_report(task: Task, overrides=None, seeds=None, epochs=None, models: T
         report["census"] = gate_census(task, inputs, *run.final)
         if representations:
             reln, _, _ = simulate(task, follows, overrides, 1, epochs, models)
-            layout = gdln_layout(task.network(follows), task.num_datapoints)
-            first = jax.tree_util.tree_map(lambda w: w[0], reln.final)
-            relu_params = jax.tree_util.tree_map(lambda w: w[0], run.final)
-            report["mds"] = {"network": follows, **mds_comparison(np.asarray(relu_hidden(relu_params, inputs)), np.asarray(gdln_hidden(first, inputs, layout)))}
+            report["mds"] = {"network": follows, **mds_comparison(*hidden_layers(task, run, reln, follows, inputs))}
     return report

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from collections import Counter
 
+import jax
 import numpy as np
 from scipy.spatial import procrustes
 
 from derive.spec import Task
+from numeric.training import gdln_hidden, gdln_layout, relu_hidden
 
 # a unit whose weight product is below this fraction of the largest one has not learned
 SILENT_FRACTION = 1e-3
@@ -73,3 +75,13 @@ def mds_comparison(relu_hidden: np.ndarray, reln_hidden: np.ndarray) -> dict:
     relu, reln = classical_mds(relu_hidden), classical_mds(reln_hidden)
     _, _, disparity = procrustes(relu, reln)
     return {"relu": relu.tolist(), "reln": reln.tolist(), "procrustes_disparity": float(disparity)}
+
+
+def hidden_layers(task: Task, relu_run, reln_run, network: str, inputs, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Final hidden layers of one seed of a trained ReLU network and of a trained GDLN ``network``."""
+
+    def one(tree):
+        return jax.tree_util.tree_map(lambda w: w[seed], tree)
+
+    layout = gdln_layout(task.network(network), task.num_datapoints)
+    return np.asarray(relu_hidden(one(relu_run.final), inputs)), np.asarray(gdln_hidden(one(reln_run.final), inputs, layout))

@@ -13,9 +13,11 @@ from functools import cached_property
 import sympy
 
 from . import formulas
-from .correlations import sigma_x, sigma_yx, target_power
-from .modes import Mode, eigen_residual, find_modes, vanishes
+from .correlations import output_overlap, sigma_x, sigma_yx, target_power
+from .modes import Mode, find_modes, vanishes
 from .spec import Network, Pathway, Task
+from .symmetry import GroupReduction, Symmetry, product
+from .symmetry import entries as symmetry_entries
 
 TIME = sympy.Symbol("t", nonnegative=True)
 TAU = sympy.Symbol("tau", positive=True)
@@ -35,28 +37,6 @@ class PathwayDerivation:
     @property
     def name(self) -> str:
         return self.pathway.name
-
-
-@dataclass(frozen=True)
-class GroupReduction:
-    """One shared trajectory ``b`` per (symmetric group, singular class):
-    ``tau db_i/dt = D b_i^(2-2/D) (s_i - sum_j coupling[i, j] b_j)``, exact when ``failures`` is empty."""
-
-    groups: tuple[tuple[int, ...], ...]
-    variables: tuple[tuple[int, int], ...]
-    singular_values: tuple[sympy.Expr, ...]
-    coupling: sympy.ImmutableMatrix
-    failures: tuple[str, ...]
-
-    @property
-    def exact(self) -> bool:
-        return not self.failures
-
-    @property
-    def decoupled(self) -> bool:
-        """Exact, and each shared trajectory sees only itself: one logistic closed form each."""
-        size = self.coupling.rows
-        return self.exact and all(vanishes(self.coupling[i, j]) for i in range(size) for j in range(size) if i != j)
 
 
 @dataclass(frozen=True)
@@ -144,19 +124,22 @@ class NetworkDerivation:
         pathways = self.network.pathways
         return sympy.ImmutableMatrix.zeros(len(pathways[j].inputs), len(pathways[p].inputs))
 
-    def _mode_matrices(self, p: int) -> tuple[sympy.Matrix, sympy.Matrix]:
-        modes = self.pathways[p].modes
-        pathway = self.network.pathways[p]
-        u = sympy.Matrix.hstack(*[m.u for m in modes]) if modes else sympy.zeros(len(pathway.outputs), 0)
-        v = sympy.Matrix.hstack(*[m.v for m in modes]) if modes else sympy.zeros(len(pathway.inputs), 0)
-        return u, v
+    def output_overlap(self, p: int, q: int) -> sympy.ImmutableMatrix:
+        """``E_p^T E_q``: which target features of ``q`` are also written by ``p`` (|out_p| x |out_q|)."""
+        return output_overlap(self.network.pathways[p], self.network.pathways[q])
+
+    @cached_property
+    def symmetry(self) -> Symmetry:
+        """Singular classes, symmetric groups and the group reduction (:mod:`derive.symmetry`)."""
+        return Symmetry(self)
 
     @cached_property
     def coupling(self) -> sympy.ImmutableMatrix:
         """``C[k, l] = (u_k^T E_k^T E_l u_l)(v_l^T Sigma_x(l, k) v_k)``: how mode ``l`` enters the error
         that drives mode ``k`` (Eq. 6 projected on the modes). Its diagonal is ``d``.
 
-        Computed one pathway pair at a time as ``(U_p^T O U_q) o (V_p^T Sigma_x(q, p)^T V_q)``."""
+        Computed one pathway pair at a time on the modes' exact unnormalised vectors,
+        ``(U_p^T O U_q) o (V_p^T Sigma_x(q, p)^T V_q) / (n_k s_k n_l s_l)``: zero couplings are exactly 0."""
         refs = self.mode_refs
         entries = sympy.zeros(len(refs), len(refs))
         offsets = [0]
@@ -164,169 +147,39 @@ class NetworkDerivation:
             offsets.append(offsets[-1] + len(pd.modes))
         for k, ref in enumerate(refs):
             entries[k, k] = self.mode(ref).d
+        raw = self.symmetry.raw_vectors
         for (q, p), correlation in self.cross_correlations.items():
-            u_p, v_p = self._mode_matrices(p)
-            u_q, v_q = self._mode_matrices(q)
-            outputs = u_p.T * self._onto_outputs(p, q, u_q)
-            inputs = v_p.T * correlation.T * v_q
-            for k in range(u_p.cols):
-                for l in range(u_q.cols):
-                    entries[offsets[p] + k, offsets[q] + l] = sympy.expand(outputs[k, l] * inputs[k, l])
+            (u_p, v_p), (u_q, v_q) = raw[p], raw[q]
+            outputs = symmetry_entries(product(u_p.transpose(), self.symmetry.overlap(p, q), u_q))
+            inputs = symmetry_entries(product(v_p.transpose(), self.symmetry.correlation(q, p).transpose(), v_q))
+            modes_p, modes_q = self.pathways[p].modes, self.pathways[q].modes
+            for k, mode_k in enumerate(modes_p):
+                for l, mode_l in enumerate(modes_q):
+                    numerator = outputs[k][l] * inputs[k][l]
+                    if numerator != 0:
+                        entries[offsets[p] + k, offsets[q] + l] = sympy.expand(
+                            numerator / (mode_k.raw_norm2 * mode_k.s * mode_l.raw_norm2 * mode_l.s)
+                        )
         return sympy.ImmutableMatrix(entries)
 
-    @staticmethod
-    def _same(first, second) -> bool:
-        return len(first) == len(second) and all(vanishes(a - b) for a, b in zip(first, second))
-
-    @cached_property
+    @property
     def symmetric_groups(self) -> tuple[tuple[int, ...], ...]:
-        """Pathways with the same depth, the same singular values and input variances (sorted),
-        and the same overlaps with the rest of the network (sorted norms of ``U_p^T E_p^T E_q U_q``
-        and ``V_p^T Sigma_x(q, p)^T V_q``): they share one trajectory when they start alike
-        (Appendices F, G)."""
-
-        def numeric_sort(exprs):
-            return sorted(exprs, key=lambda e: float(sympy.N(e.subs({s: 1 for s in e.free_symbols}))))
-
-        pathways = self.network.pathways
-
-        def squared_norm(matrix):
-            return sympy.expand(sum(e**2 for e in matrix))
-
-        def signature(p):
-            # Frobenius norms do not depend on the basis chosen inside degenerate modes
-            modes = self.pathways[p].modes
-            u_p, v_p = self._mode_matrices(p)
-            outputs, inputs = [], []
-            for q in range(len(self.pathways)):
-                if q != p:
-                    u_q, v_q = self._mode_matrices(q)
-                    outputs.append(squared_norm(u_p.T * self._onto_outputs(p, q, u_q)))
-                    inputs.append(squared_norm(v_p.T * self.correlation_between(q, p).T * v_q))
-            return (
-                pathways[p].depth,
-                numeric_sort([m.s for m in modes]),
-                numeric_sort([m.d for m in modes]),
-                numeric_sort(outputs),
-                numeric_sort(inputs),
-            )
-
-        groups: list[list[int]] = []
-        signatures = [signature(p) for p in range(len(self.pathways))]
-        for p, sig in enumerate(signatures):
-            for group in groups:
-                other = signatures[group[0]]
-                if sig[0] == other[0] and all(self._same(a, b) for a, b in zip(sig[1:], other[1:])):
-                    group.append(p)
-                    break
-            else:
-                groups.append([p])
-        return tuple(tuple(g) for g in groups)
+        """Symmetric pathways (see :attr:`derive.symmetry.Symmetry.groups`)."""
+        return self.symmetry.groups
 
     def singular_classes(self, p: int) -> tuple[tuple[int, ...], ...]:
         """Modes of pathway ``p`` grouped by equal singular value, in order of first appearance."""
-        return self._singular_classes[p]
+        return tuple(c.modes for c in self.symmetry.classes[p])
 
-    @cached_property
-    def _singular_classes(self) -> tuple[tuple[tuple[int, ...], ...], ...]:
-        result = []
-        for pd in self.pathways:
-            classes: list[list[int]] = []
-            for k, mode in enumerate(pd.modes):
-                for members in classes:
-                    if vanishes(mode.s - pd.modes[members[0]].s):
-                        members.append(k)
-                        break
-                else:
-                    classes.append([k])
-            result.append(tuple(tuple(c) for c in classes))
-        return tuple(result)
-
-    def _onto_outputs(self, p: int, q: int, matrix: sympy.Matrix) -> sympy.Matrix:
-        """``E_p^T E_q matrix``: rows of ``q``'s outputs moved to ``p``'s (zero where ``p`` has none)."""
-        rows_q = {o: r for r, o in enumerate(self.network.pathways[q].outputs)}
-        zero = [0] * matrix.cols
-        return sympy.Matrix([list(matrix.row(rows_q[o])) if o in rows_q else zero for o in self.network.pathways[p].outputs])
-
-    def _class_map(self, p: int, j: int) -> sympy.Matrix:
-        """``P = sum_k u_k v_k^T`` over singular class ``j``: basis-free inside degenerate modes."""
-        return self._class_maps[p][j]
-
-    @cached_property
-    def _class_maps(self) -> tuple[tuple[sympy.Matrix, ...], ...]:
-        maps = []
-        for p, pd in enumerate(self.pathways):
-            per_class = []
-            for members in self.singular_classes(p):
-                u = sympy.Matrix.hstack(*[pd.modes[k].u for k in members])
-                v = sympy.Matrix.hstack(*[pd.modes[k].v for k in members])
-                per_class.append((u * v.T).applyfunc(sympy.expand))
-            maps.append(tuple(per_class))
-        return tuple(maps)
-
-    @cached_property
-    def group_reduction(self) -> "GroupReduction":
-        """The race reduction with every symmetric group sharing one trajectory per singular class.
-
-        Ansatz: ``W_p(t) = sum_j b_{g(p), j}(t) P_p^j`` with ``P_p^j`` the class maps of pathway
-        ``p``. It is exact (the flow keeps it) when, for every pathway ``p``, every group ``g``
-        and class ``j'``, ``sum_{q in g} E_p^T E_q P_q^{j'} Sigma_x(q, p)`` is a combination
-        ``sum_j c P_p^j`` with the same coefficients for every ``p`` of a group; what is left
-        over is reported as a failure. No alignment of individual degenerate modes is needed."""
-        groups = self.symmetric_groups
-        variables = [(g, j) for g, members in enumerate(groups) for j in range(len(self.singular_classes(members[0])))]
-        coefficients, failure = self._group_coefficients(groups, variables)
-        return GroupReduction(
-            groups=groups,
-            variables=tuple(variables),
-            singular_values=tuple(self.pathways[groups[g][0]].modes[self.singular_classes(groups[g][0])[j][0]].s for g, j in variables),
-            coupling=sympy.ImmutableMatrix(coefficients),
-            failures=(failure,) if failure else (),
-        )
-
-    def _group_coefficients(self, groups, variables) -> tuple[sympy.Matrix, str | None]:
-        """Coefficients of the group reduction, or the first reason it is not exact."""
-        pathways = self.network.pathways
-        position = {v: i for i, v in enumerate(variables)}
-        coefficients = sympy.zeros(len(variables), len(variables))
-        for h, members in enumerate(groups):
-            for p in members:
-                classes_p = self.singular_classes(p)
-                maps_p = self._class_maps[p]
-                for g, sources in enumerate(groups):
-                    for j_source in range(len(self.singular_classes(sources[0]))):
-                        term = sympy.zeros(len(pathways[p].outputs), len(pathways[p].inputs))
-                        for q in sources:
-                            if q != p and (q, p) not in self.cross_correlations:
-                                continue
-                            term += self._onto_outputs(p, q, self._class_map(q, j_source) * self.correlation_between(q, p))
-                        term = term.applyfunc(sympy.expand)
-                        if all(e == 0 for e in term):
-                            continue
-                        projections = [
-                            sympy.expand(sum(a * b for a, b in zip(term, class_map)) / len(members_j))
-                            for class_map, members_j in zip(maps_p, classes_p)
-                        ]
-                        leak = sympy.expand(sum(e**2 for e in term)) - sum(c**2 * len(m) for c, m in zip(projections, classes_p))
-                        if not vanishes(leak):
-                            names = [pathways[q].name for q in sources]
-                            return coefficients, f"pathway {pathways[p].name!r}: class {j_source} of group {names} drives it outside its own singular vectors"
-                        for j, value in enumerate(projections):
-                            row, column = position[(h, j)], position[(g, j_source)]
-                            if p == members[0]:
-                                coefficients[row, column] = value
-                            elif not vanishes(coefficients[row, column] - value):
-                                return coefficients, f"pathway {pathways[p].name!r} is coupled unlike the rest of its group"
-        return coefficients, None
+    @property
+    def group_reduction(self) -> GroupReduction:
+        """The race reduction with every symmetric group sharing one trajectory per singular class
+        (see :attr:`derive.symmetry.Symmetry.reduction`)."""
+        return self.symmetry.reduction
 
     def group_variable(self, ref: ModeRef) -> int:
         """Position in :attr:`group_reduction` of the shared trajectory a mode follows."""
-        reduction = self.group_reduction
-        for g, members in enumerate(reduction.groups):
-            if ref.pathway in members:
-                j = next(j for j, c in enumerate(self.singular_classes(ref.pathway)) if ref.mode in c)
-                return reduction.variables.index((g, j))
-        raise KeyError(ref)
+        return self.symmetry.variable_of(ref.pathway, ref.mode)
 
     # --- assumptions -------------------------------------------------------------------
     @cached_property
@@ -335,7 +188,9 @@ class NetworkDerivation:
         failures = []
         for pd in self.pathways:
             for k, mode in enumerate(pd.modes):
-                if not all(vanishes(e) for e in eigen_residual(pd.sigma_x, mode)):
+                # on the unnormalised exact vector: zero exactly when the normalised residual is
+                residual = (pd.sigma_x * mode.v_raw - mode.d * mode.v_raw).applyfunc(sympy.expand)
+                if not all(e == 0 or vanishes(e) for e in residual):
                     failures.append(
                         f"pathway {pd.name!r} mode {k}: Sigma_yx and Sigma_x do not share right singular vectors "
                         "(Assumption 2.1.1 fails)"
@@ -362,7 +217,22 @@ class NetworkDerivation:
             "symmetric_groups": [[self.network.pathways[p].name for p in g] for g in self.symmetric_groups],
             "closed_form": self.has_closed_form,
             "exact_modes": all(m.exact for pd in self.pathways for m in pd.modes),
+            "algebraic_values": self.algebraic_values,
+            "reduced_system": self.reduced_system.kind,
         }
+
+    @property
+    def algebraic_values(self) -> list[dict]:
+        """Singular values with no radical form: exact ``CRootOf`` algebraic numbers, one entry per
+        pathway and polynomial, with the degree of ``s^2``'s minimal polynomial. Couplings with
+        these modes are computed from their vectors at ``PRECISION_DIGITS`` digits."""
+        found = []
+        for pd in self.pathways:
+            degrees = sorted({m.degree for m in pd.modes if m.kind == "algebraic"})
+            for degree in degrees:
+                count = sum(1 for m in pd.modes if m.kind == "algebraic" and m.degree == degree)
+                found.append({"pathway": pd.name, "modes": count, "degree": degree})
+        return found
 
     # --- dynamics ------------------------------------------------------------------------
     @cached_property
@@ -376,9 +246,15 @@ class NetworkDerivation:
             rates.append(formulas.mode_rate(a[k], drive, depth, TAU, sympy))
         return tuple(rates)
 
+    @cached_property
+    def reduced_system(self) -> "ReducedSystem":
+        """The system the network really has: one equation per (symmetric group, singular class)
+        when the group reduction is exact, otherwise one per mode with the coupling matrix."""
+        return ReducedSystem.of(self)
+
     @property
     def odes(self) -> tuple[sympy.Equality, ...]:
-        return tuple(sympy.Eq(sympy.Derivative(sympy.Function(a.name)(TIME), TIME), rate) for a, rate in zip(self.strengths, self.rates))
+        return tuple(sympy.Eq(sympy.Derivative(sympy.Function(a.name)(TIME), TIME), rate, evaluate=False) for a, rate in zip(self.strengths, self.rates))
 
     @cached_property
     def closed_forms(self) -> tuple[sympy.Expr, ...] | None:
@@ -436,3 +312,86 @@ class NetworkDerivation:
     def speed(self) -> sympy.Expr:
         """Learning speed: the leading singular value over all pathways."""
         return sympy.Max(*self.speed_candidates) if self.speed_candidates else sympy.Integer(0)
+
+
+@dataclass(frozen=True, eq=False)
+class ReducedSystem:
+    """The race reduction written in the variables the network really has.
+
+    Attributes
+    ==========
+    kind : ``"groups"`` (exact group reduction: one shared trajectory ``b`` per symmetric group and
+        singular class, Appendices F, G) or ``"modes"`` (one strength ``a`` per mode).
+    variables : the state symbols.
+    labels : per variable, the pathways and which of their singular classes it stands for.
+    multiplicities : how many modes follow each variable.
+    singular_values, depths : ``s`` and ``D`` per variable.
+    coupling : ``C`` with ``tau dx_i/dt = D x_i^(2-2/D) (s_i - sum_j C_ij x_j)``; diagonal = ``d``.
+    rates : the right-hand sides ``dx_i/dt``.
+    closed_forms : ``x_i(t)`` when every equation is decoupled and ``D = 2``, else ``None``; they
+        hold when the modes a variable stands for start alike.
+    loss : the loss in the variables, ``L(x)``.
+    """
+
+    kind: str
+    variables: tuple[sympy.Symbol, ...]
+    initial: tuple[sympy.Symbol, ...]
+    labels: tuple[str, ...]
+    multiplicities: tuple[int, ...]
+    singular_values: tuple[sympy.Expr, ...]
+    depths: tuple[int, ...]
+    coupling: sympy.ImmutableMatrix
+    rates: tuple[sympy.Expr, ...]
+    closed_forms: tuple[sympy.Expr, ...] | None
+    loss: sympy.Expr
+
+    @cached_property
+    def odes(self) -> tuple[sympy.Equality, ...]:
+        return tuple(sympy.Eq(sympy.Derivative(sympy.Function(x.name)(TIME), TIME), r, evaluate=False) for x, r in zip(self.variables, self.rates))
+
+    @property
+    def nonzero_couplings(self) -> list[tuple[int, int, sympy.Expr]]:
+        """Off-diagonal entries of :attr:`coupling` that do not vanish."""
+        size = self.coupling.rows
+        return [(i, j, self.coupling[i, j]) for i in range(size) for j in range(size) if i != j and self.coupling[i, j] != 0]
+
+    @staticmethod
+    def of(derivation: NetworkDerivation) -> "ReducedSystem":
+        reduction = derivation.group_reduction
+        names = [p.name for p in derivation.network.pathways]
+        if reduction.exact and not derivation.diagonalisation_failures:
+            variables, initial, labels, depths = [], [], [], []
+            for g, j in reduction.variables:
+                members = reduction.groups[g]
+                tag = (names[members[0]] if len(members) == 1 else f"g{g + 1}") + f".{j}"
+                variables.append(sympy.Symbol(f"b_{{{tag}}}", positive=True))
+                initial.append(sympy.Symbol(f"b0_{{{tag}}}", positive=True))
+                labels.append(f"class {j} of {', '.join(names[p] for p in members)}")
+                depths.append(derivation.network.pathways[members[0]].depth)
+            coupling = reduction.coupling
+            substitution = {a: variables[derivation.group_variable(ref)] for a, ref in zip(derivation.strengths, derivation.mode_refs)}
+            loss = sympy.expand(derivation.loss_in_strengths.xreplace(substitution))
+            kind, multiplicities, singular_values = "groups", reduction.multiplicities, reduction.singular_values
+        else:
+            variables, initial = list(derivation.strengths), list(derivation.initial_strengths)
+            labels = [f"mode {r.mode} of {names[r.pathway]}" for r in derivation.mode_refs]
+            depths = [derivation.network.pathways[r.pathway].depth for r in derivation.mode_refs]
+            coupling = derivation.coupling
+            loss = derivation.loss_in_strengths
+            kind, multiplicities, singular_values = "modes", (1,) * len(variables), derivation.singular_values
+        x = sympy.Matrix(variables)
+        rates = tuple(
+            formulas.mode_rate(x[i], singular_values[i] - (coupling[i, :] * x)[0, 0], depths[i], TAU, sympy) for i in range(len(variables))
+        )
+        size = len(variables)
+        decoupled = all(coupling[i, j] == 0 for i in range(size) for j in range(size) if i != j)
+        closed = None
+        if decoupled and all(depth == 2 for depth in depths) and not derivation.diagonalisation_failures:
+            closed = tuple(
+                formulas.mode_strength(singular_values[i], coupling[i, i], initial[i], TIME, TAU, sympy) for i in range(size)
+            )
+        return ReducedSystem(
+            kind=kind, variables=tuple(variables), initial=tuple(initial), labels=tuple(labels),
+            multiplicities=tuple(multiplicities), singular_values=tuple(singular_values), depths=tuple(depths),
+            coupling=sympy.ImmutableMatrix(coupling), rates=rates, closed_forms=closed, loss=loss,
+        )

@@ -1,10 +1,23 @@
-"""Modes (singular values and vectors) of effective datasets, found through structure.
+"""Modes (singular values and vectors) of effective datasets, found through structure and
+exact arithmetic.
 
-No general symbolic SVD: the Gram matrix of the smaller side is split into the
-connected blocks of its sparsity pattern; a block of rank one has its singular
-vector in any non-zero column (exact, parametric); a parameter-free block is
-diagonalised numerically with mpmath at high precision; a parametric 2x2 block
-has a closed-form eigensystem. Anything else is reported, not guessed.
+No general symbolic SVD. The Gram matrix of the smaller side is split into the connected
+blocks of its sparsity pattern, and each block is diagonalised by the cheapest exact route:
+
+- a block of rank one has its singular vector in any non-zero column (parametric or not);
+- a parameter-free block with algebraic entries (rationals, radicals) is diagonalised over
+  an exact field: its characteristic polynomial is factored over Q with SymPy's
+  ``DomainMatrix`` and ``factor_list``; a factor of degree <= 4 whose roots are real radicals
+  gives radical eigenvalues, any other factor gives ``CRootOf`` algebraic numbers; every
+  eigenspace is an exact nullspace over ``Q`` or ``Q(lambda)`` with an orthogonal basis
+  chosen inside it by Gram-Schmidt in the same field, refined where possible so that it also
+  diagonalises ``Sigma_x`` there. Couplings that vanish are therefore exactly zero;
+- a parametric 2x2 block has a closed-form eigensystem;
+- a parameter-free block with transcendental entries (``pi``, ``exp(1)``) is the one case
+  left to mpmath at ``PRECISION_DIGITS`` digits: a float appears only because the input
+  itself is not algebraic, and the mode says so (``kind = "numeric"``).
+
+Anything else is reported, not guessed.
 """
 
 from __future__ import annotations
@@ -14,11 +27,17 @@ from dataclasses import dataclass
 
 import mpmath
 import sympy
+from sympy.polys.constructor import construct_domain
+from sympy.polys.domains import QQ
+from sympy.polys.matrices import DomainMatrix
 
 from .errors import DerivationError
 
 PRECISION_DIGITS = 40
 _SAMPLE_POINTS = 3
+# Radicals of cubics and quartics are kept only when they are real (no casus irreducibilis).
+MAX_RADICAL_DEGREE = 4
+_EIGENVALUE = sympy.Dummy("lambda")
 
 
 def vanishes(expr: sympy.Expr) -> bool:
@@ -31,6 +50,8 @@ def vanishes(expr: sympy.Expr) -> bool:
     expr = sympy.expand(expr)
     if expr == 0:
         return True
+    if expr.is_Rational:
+        return False
     symbols = sorted(expr.free_symbols, key=lambda s: s.name)
     sampler = random.Random(20250121)
     points = [{s: sympy.Rational(sampler.randint(11, 97), sampler.randint(7, 31)) for s in symbols} for _ in range(_SAMPLE_POINTS if symbols else 1)]
@@ -43,13 +64,41 @@ def vanishes(expr: sympy.Expr) -> bool:
 
 @dataclass(frozen=True)
 class Mode:
-    """One mode of a pathway: ``Sigma_yx = sum s u v^T``, ``d = v^T Sigma_x v``."""
+    """One mode of a pathway: ``Sigma_yx = sum s u v^T``, ``d = v^T Sigma_x v``.
+
+    ``kind`` says how exact it is: ``"rational"`` (``s^2`` rational), ``"radical"``,
+    ``"algebraic"`` (``s^2`` a ``CRootOf`` of an irreducible polynomial of degree
+    ``degree``), ``"parametric"`` (exact in the parameters) or ``"numeric"`` (mpmath floats,
+    only for transcendental input)."""
 
     s: sympy.Expr
     d: sympy.Expr
     u: sympy.ImmutableMatrix
     v: sympy.ImmutableMatrix
-    exact: bool
+    kind: str = "rational"
+    degree: int = 1
+    u_raw: sympy.ImmutableMatrix | None = None
+    v_raw: sympy.ImmutableMatrix | None = None
+    raw_norm2: sympy.Expr = sympy.Integer(1)
+    """Unnormalised exact vectors with ``u v^T = u_raw v_raw^T / (raw_norm2 s)``: ``raw_norm2`` is
+    the squared norm of the vector on the side of the Gram matrix, the other side's is ``s^2``
+    times it. Products of modes are computed on these, so rational data stays rational."""
+
+    @property
+    def exact(self) -> bool:
+        return self.kind != "numeric"
+
+
+@dataclass(frozen=True)
+class _Eigenspace:
+    """An eigenvalue of a Gram block and an orthogonal (unnormalised) basis of its eigenspace."""
+
+    value: sympy.Expr
+    vectors: tuple[sympy.Matrix, ...]
+    kind: str
+    degree: int
+    field: object = None
+    elements: tuple = ()  # the vectors as elements of ``field`` (no round trip through SymPy)
 
 
 def _blocks(gram: sympy.Matrix) -> list[list[int]]:
@@ -75,27 +124,100 @@ def _rank_one(block: sympy.Matrix) -> bool:
     return all(vanishes(block[i, i] * block[j, j] - block[i, j] ** 2) for i in range(n) for j in range(i + 1, n))
 
 
-def _eigenpairs(block: sympy.Matrix, where: str) -> list[tuple[sympy.Expr, sympy.Matrix, bool]]:
-    """Non-zero eigenpairs (eigenvalue, eigenvector, exact) of a symmetric PSD block."""
+def _algebraic_domain(entries):
+    """The exact field of parameter-free entries (``QQ`` or ``QQ<theta>``), or ``None`` when
+    some entry is not algebraic."""
+    try:
+        domain, _ = construct_domain(list(entries), extension=True)
+    except (sympy.polys.polyerrors.PolificationFailed, NotImplementedError, ValueError):
+        return None
+    if domain.is_ZZ:
+        return QQ
+    if domain.is_QQ or domain.is_AlgebraicField:
+        return domain
+    return None
+
+
+def _eigenvalues(charpoly: sympy.Poly) -> list[tuple[sympy.Expr, str, int]]:
+    """Non-zero real roots of ``charpoly`` (a polynomial over Q) with how they are written."""
+    found = []
+    for factor, _ in charpoly.factor_list()[1]:
+        degree = factor.degree()
+        if degree == 1:
+            root = sympy.expand(-factor.as_expr().coeff(_EIGENVALUE, 0) / factor.as_expr().coeff(_EIGENVALUE, 1))
+            if root != 0:
+                found.append((root, "rational", 1))
+            continue
+        radicals = sympy.roots(factor, filter=None) if degree <= MAX_RADICAL_DEGREE else {}
+        if radicals and sum(radicals.values()) == degree and not any(r.has(sympy.I) for r in radicals):
+            found.extend((r, "radical", degree) for r in radicals)
+        else:
+            found.extend((sympy.CRootOf(factor.as_expr(), k), "algebraic", degree) for k in range(degree))
+    return found
+
+
+def _orthogonalised(vectors: list, inner) -> list:
+    """Gram-Schmidt without normalisation (no square roots), in the vectors' own field."""
+    basis: list = []
+    for vector in vectors:
+        for other in basis:
+            scale = inner(vector, other) / inner(other, other)
+            vector = [a - scale * b for a, b in zip(vector, other)]
+        basis.append(vector)
+    return basis
+
+
+def _exact_eigenspaces(block: sympy.Matrix, domain) -> list[_Eigenspace] | None:
+    """Non-zero eigenspaces of a parameter-free symmetric PSD block, exactly; ``None`` when
+    an entry lies in an algebraic field and a factor of the characteristic polynomial over it
+    is not linear (left to the numeric route)."""
+    matrix = DomainMatrix.from_list_sympy(block.rows, block.cols, block.tolist()).convert_to(domain)
+    coefficients = [domain.to_sympy(c) for c in matrix.charpoly()]
+    if domain.is_QQ:
+        charpoly = sympy.Poly(coefficients, _EIGENVALUE, domain=QQ)
+    else:
+        charpoly = sympy.Poly(coefficients, _EIGENVALUE, domain=domain)
+        if any(f.degree() > 1 for f, _ in charpoly.factor_list()[1]):
+            return None
+    spaces = []
+    for value, kind, degree in _eigenvalues(charpoly):
+        field = domain if kind == "rational" or not domain.is_QQ else QQ.algebraic_field(value)
+        shifted = matrix.convert_to(field) - DomainMatrix.eye(block.rows, field) * field.from_sympy(value)
+        rows = shifted.nullspace().to_list()
+        basis = _orthogonalised(rows, lambda a, b: sum((x * y for x, y in zip(a, b)), field.zero))
+        vectors = tuple(sympy.Matrix([field.to_sympy(e) for e in vector]) for vector in basis)
+        spaces.append(_Eigenspace(value, vectors, kind if domain.is_QQ else "radical", degree, field, tuple(basis)))
+    return spaces
+
+
+def _numeric_eigenspaces(block: sympy.Matrix) -> list[_Eigenspace]:
+    with mpmath.workdps(PRECISION_DIGITS):
+        values, vectors = mpmath.eigsy(mpmath.matrix(block.evalf(PRECISION_DIGITS).tolist()))
+        spaces = []
+        scale = max(abs(v) for v in values)
+        for k in range(block.rows):
+            if abs(values[k]) > scale * mpmath.mpf(10) ** (-(PRECISION_DIGITS - 10)):
+                vector = sympy.Matrix([sympy.Float(vectors[i, k], PRECISION_DIGITS) for i in range(block.rows)])
+                spaces.append(_Eigenspace(sympy.Float(values[k], PRECISION_DIGITS), (vector,), "numeric", 0))
+        return spaces
+
+
+def _eigenspaces(block: sympy.Matrix, where: str) -> list[_Eigenspace]:
+    """Non-zero eigenspaces of a symmetric PSD block."""
     if block.rows == 1 or _rank_one(block):
         column = next(j for j in range(block.cols) if not vanishes(block[j, j]))
-        return [(sympy.expand(block.trace()), block[:, column], True)]
+        kind = "rational" if block.trace().is_Rational else ("parametric" if block.free_symbols else "radical")
+        return [_Eigenspace(sympy.expand(block.trace()), (block[:, column],), kind, 1)]
     if not block.free_symbols:
-        with mpmath.workdps(PRECISION_DIGITS):
-            values, vectors = mpmath.eigsy(mpmath.matrix(block.evalf(PRECISION_DIGITS).tolist()))
-            pairs = []
-            scale = max(abs(v) for v in values)
-            for k in range(block.rows):
-                if abs(values[k]) > scale * mpmath.mpf(10) ** (-(PRECISION_DIGITS - 10)):
-                    vector = sympy.Matrix([sympy.Float(vectors[i, k], PRECISION_DIGITS) for i in range(block.rows)])
-                    pairs.append((sympy.Float(values[k], PRECISION_DIGITS), vector, False))
-            return pairs
+        domain = _algebraic_domain(block)
+        exact = _exact_eigenspaces(block, domain) if domain is not None else None
+        return exact if exact is not None else _numeric_eigenspaces(block)
     if block.rows == 2:
-        pairs = []
+        spaces = []
         for value, _, vectors in block.eigenvects(simplify=False):
             if not vanishes(value):
-                pairs.extend((value, vec, True) for vec in vectors)
-        return pairs
+                spaces.append(_Eigenspace(value, tuple(vectors), "parametric", 1))
+        return spaces
     raise DerivationError(
         f"{where}: a {block.rows}x{block.rows} parametric block of the effective correlations has no "
         "structure the derivation can use (not rank one, not parameter-free); fix the parameters "
@@ -103,13 +225,70 @@ def _eigenpairs(block: sympy.Matrix, where: str) -> list[tuple[sympy.Expr, sympy
     )
 
 
-def _root(value: sympy.Expr, exact: bool) -> sympy.Expr:
-    return sympy.sqrt(sympy.factor(value)) if exact else sympy.sqrt(value).evalf(PRECISION_DIGITS)
+def _canonical(expr: sympy.Expr, field) -> sympy.Expr:
+    """``expr`` reduced in ``field`` (polynomials in its generator modulo its minimal polynomial)."""
+    expr = sympy.expand(expr)
+    if field is None or field.is_QQ or expr.is_Rational:
+        return expr
+    try:
+        return field.to_sympy(field.from_sympy(expr))
+    except (sympy.polys.polyerrors.CoercionFailed, NotImplementedError):
+        return expr
 
 
-def _normalised(vector: sympy.Matrix, exact: bool) -> sympy.ImmutableMatrix:
-    norm = _root(sympy.expand((vector.T * vector)[0, 0]), exact)
-    return sympy.ImmutableMatrix((vector / norm).applyfunc(sympy.factor if exact else sympy.expand))
+def _ratio(numerator: sympy.Expr, denominator: sympy.Expr, kind: str, field) -> sympy.Expr:
+    if kind == "numeric":
+        return sympy.expand(numerator / denominator)
+    if kind == "parametric" or field is None:
+        return sympy.factor(sympy.cancel(sympy.expand(numerator / denominator)))
+    try:
+        return field.to_sympy(field.from_sympy(sympy.expand(numerator)) / field.from_sympy(sympy.expand(denominator)))
+    except (sympy.polys.polyerrors.CoercionFailed, NotImplementedError):
+        return sympy.cancel(sympy.expand(numerator / denominator))
+
+
+def _root(value: sympy.Expr, kind: str) -> sympy.Expr:
+    if kind == "numeric":
+        return sympy.sqrt(value).evalf(PRECISION_DIGITS)
+    if kind == "parametric":
+        return sympy.sqrt(sympy.factor(value))
+    return sympy.sqrt(value)
+
+
+def _normalised(vector: sympy.Matrix, kind: str, field) -> sympy.ImmutableMatrix:
+    vector = vector.applyfunc(lambda e: _canonical(e, field))
+    norm = _root(_canonical((vector.T * vector)[0, 0], field), kind)
+    if kind == "parametric":
+        return sympy.ImmutableMatrix(vector.applyfunc(lambda e: sympy.factor(e / norm)))
+    return sympy.ImmutableMatrix(vector.applyfunc(lambda e: e / norm if e != 0 else e))
+
+
+def _diagonalise_inside(raw_v: list[sympy.Matrix], sigma_x: sympy.Matrix) -> list[sympy.Matrix] | None:
+    """Within one degenerate eigenspace spanned by the orthogonal rational columns ``raw_v``,
+    an orthogonal basis that also diagonalises ``Sigma_x`` there, when ``Sigma_x`` restricted to
+    it has rational eigenvalues; ``None`` otherwise (the original basis is kept)."""
+    count = len(raw_v)
+    restricted = sympy.Matrix(count, count, lambda i, j: (raw_v[i].T * sigma_x * raw_v[j])[0, 0])
+    if all(restricted[i, j] == 0 for i in range(count) for j in range(count) if i != j):
+        return None
+    if any(not e.is_Rational for e in restricted) or any(not e.is_Rational for v in raw_v for e in v):
+        return None
+    gram = [(v.T * v)[0, 0] for v in raw_v]
+    # pencil restricted c = mu diag(gram) c: the same eigenvalues as diag(gram)^-1 restricted
+    pencil = DomainMatrix.from_list_sympy(count, count, [[restricted[i, j] / gram[i] for j in range(count)] for i in range(count)]).convert_to(QQ)
+    charpoly = sympy.Poly(pencil.charpoly(), _EIGENVALUE, domain=QQ)
+    factors = charpoly.factor_list()[1]
+    if any(f.degree() > 1 for f, _ in factors):
+        return None
+    basis = []
+    for factor, _ in factors:
+        mu = sympy.Rational(-factor.nth(0), factor.nth(1))
+        rows = (pencil - DomainMatrix.eye(count, QQ) * QQ.from_sympy(mu)).nullspace().to_list()
+        # orthogonal in the metric of the original basis, so the new vectors stay orthogonal
+        rows = _orthogonalised(rows, lambda a, b: sum((x * y * QQ.from_sympy(g) for x, y, g in zip(a, b, gram)), QQ.zero))
+        for coefficients in rows:
+            basis.append(sum((QQ.to_sympy(c) * v for c, v in zip(coefficients, raw_v)), sympy.zeros(raw_v[0].rows, 1)))
+    return basis
 
 
 def find_modes(sigma_yx: sympy.Matrix, sigma_x: sympy.Matrix, where: str) -> list[Mode]:
@@ -122,23 +301,102 @@ def find_modes(sigma_yx: sympy.Matrix, sigma_x: sympy.Matrix, where: str) -> lis
         block = gram.extract(block_indices, block_indices)
         if all(vanishes(e) for e in block):
             continue
-        for value, block_vector, exact in _eigenpairs(block, where):
-            vector = sympy.zeros(gram.rows, 1)
-            for position, index in enumerate(block_indices):
-                vector[index] = block_vector[position]
-            if left:
-                u_raw = vector
-                v_raw = (sigma_yx.T * vector).applyfunc(sympy.expand)
-            else:
-                v_raw = vector
-                u_raw = (sigma_yx * vector).applyfunc(sympy.expand)
-            u, v = _normalised(u_raw, exact), _normalised(v_raw, exact)
-            s = _root(value, exact)
-            # d is a ratio of polynomials in the unnormalised vector: cancel keeps it exact and short
-            d = (v_raw.T * sigma_x * v_raw)[0, 0] / (v_raw.T * v_raw)[0, 0]
-            d = sympy.cancel(sympy.expand(d)) if exact else sympy.expand(d)
-            modes.append(Mode(s=s, d=d, u=u, v=v, exact=exact))
+        for space in _eigenspaces(block, where):
+            in_field = _modes_in_field(sigma_yx, sigma_x, space, block_indices, left, gram.rows)
+            if in_field is not None:
+                modes.extend(in_field)
+                continue
+            raw_u, raw_v = [], []
+            for block_vector in space.vectors:
+                vector = sympy.zeros(gram.rows, 1)
+                for position, index in enumerate(block_indices):
+                    vector[index] = block_vector[position]
+                other = (sigma_yx.T * vector if left else sigma_yx * vector).applyfunc(sympy.expand)
+                raw_u.append(vector if left else other)
+                raw_v.append(other if left else vector)
+            if len(raw_v) > 1 and space.kind == "rational":
+                # v_raw = A c for the same rational change of basis c in both sides: rotate u alike
+                refined = _diagonalise_inside(raw_v, sigma_x)
+                if refined is not None:
+                    rotation = _coordinates(raw_v, refined)
+                    raw_u = [sum((rotation[i][k] * raw_u[k] for k in range(len(raw_u))), sympy.zeros(raw_u[0].rows, 1)) for i in range(len(refined))]
+                    raw_v = refined
+            s = _root(space.value, space.kind)
+            for u_raw, v_raw in zip(raw_u, raw_v):
+                # d is a ratio of polynomials in the unnormalised vector: kept exact and short
+                d = _ratio((v_raw.T * sigma_x * v_raw)[0, 0], (v_raw.T * v_raw)[0, 0], space.kind, space.field)
+                u, v = _normalised(u_raw, space.kind, space.field), _normalised(v_raw, space.kind, space.field)
+                raw_norm2 = _canonical(((u_raw if left else v_raw).T * (u_raw if left else v_raw))[0, 0], space.field)
+                if space.kind == "numeric":  # keep the floats normalised: unit gram-side vector
+                    u_raw, v_raw, raw_norm2 = (u, v * s, sympy.Integer(1)) if left else (u * s, v, sympy.Integer(1))
+                modes.append(
+                    Mode(
+                        s=s, d=d, u=u, v=v, kind=space.kind, degree=space.degree,
+                        u_raw=sympy.ImmutableMatrix(u_raw.applyfunc(lambda e: _canonical(e, space.field))),
+                        v_raw=sympy.ImmutableMatrix(v_raw.applyfunc(lambda e: _canonical(e, space.field))),
+                        raw_norm2=raw_norm2,
+                    )
+                )
     return modes
+
+
+def _modes_in_field(sigma_yx, sigma_x, space: _Eigenspace, block_indices, left: bool, size: int) -> list[Mode] | None:
+    """Modes of an irrational eigenspace computed inside its number field ``Q(lambda)``: vectors,
+    norms and ``d`` are field elements (reduced modulo the minimal polynomial), turned into SymPy
+    expressions only at the end. ``None`` when the correlations are not in that field."""
+    field = space.field
+    if field is None or field.is_QQ or not space.elements or sigma_yx.free_symbols or sigma_x.free_symbols:
+        return None
+    try:
+        a = DomainMatrix.from_list_sympy(*sigma_yx.shape, sigma_yx.tolist()).convert_to(field)
+        c = DomainMatrix.from_list_sympy(*sigma_x.shape, sigma_x.tolist()).convert_to(field)
+        columns = []
+        for block_vector in space.elements:
+            full = [field.zero] * size
+            for position, index in enumerate(block_indices):
+                full[index] = block_vector[position]
+            columns.append(DomainMatrix([[e] for e in full], (size, 1), field))
+    except (sympy.polys.polyerrors.CoercionFailed, NotImplementedError):
+        return None
+    s = _root(space.value, space.kind)
+    modes = []
+    for gram_side in columns:
+        other = (a.transpose() * gram_side) if left else (a * gram_side)
+        u_raw, v_raw = (gram_side, other) if left else (other, gram_side)
+        norm_gram = (gram_side.transpose() * gram_side).to_list()[0][0]
+        norm_v = (v_raw.transpose() * v_raw).to_list()[0][0]
+        d = (v_raw.transpose() * c * v_raw).to_list()[0][0] / norm_v
+        norm_u = norm_gram if left else norm_gram * field.from_sympy(space.value)
+
+        def to_matrix(column, norm=None):
+            values = [field.to_sympy(e[0]) for e in column.to_list()]
+            if norm is None:
+                return sympy.ImmutableMatrix(values)
+            root = sympy.sqrt(field.to_sympy(norm))
+            return sympy.ImmutableMatrix([e / root if e != 0 else e for e in values])
+
+        u, v = to_matrix(u_raw, norm_u), to_matrix(v_raw, norm_v)
+        if space.kind == "algebraic":
+            # Products of vectors from different fields Q(r1), Q(r2) (degrees 8 and 7 on Section 4, a
+            # compositum of degree 56) are out of reach of exact arithmetic at this size (a cubic
+            # already costs minutes in SymPy's polynomial reduction): couplings with these modes use the vectors at
+            # PRECISION_DIGITS digits, while s and d stay exact (see NetworkDerivation.assumptions).
+            number = {space.value: space.value.evalf(PRECISION_DIGITS + 10)}
+            u, v = (m.xreplace(number).evalf(PRECISION_DIGITS) for m in (u, v))
+            s_number = sympy.sqrt(number[space.value]).evalf(PRECISION_DIGITS)
+            raws = (u, v * s_number, sympy.Integer(1)) if left else (u * s_number, v, sympy.Integer(1))
+        else:
+            raws = (to_matrix(u_raw), to_matrix(v_raw), field.to_sympy(norm_gram))
+        modes.append(
+            Mode(s=s, d=field.to_sympy(d), u=u, v=v, kind=space.kind, degree=space.degree, u_raw=raws[0], v_raw=raws[1], raw_norm2=raws[2])
+        )
+    return modes
+
+
+def _coordinates(basis: list[sympy.Matrix], vectors: list[sympy.Matrix]) -> list[list[sympy.Expr]]:
+    """Coefficients of each of ``vectors`` in the orthogonal ``basis``."""
+    norms = [(b.T * b)[0, 0] for b in basis]
+    return [[(v.T * b)[0, 0] / n for b, n in zip(basis, norms)] for v in vectors]
 
 
 def eigen_residual(sigma_x: sympy.Matrix, mode: Mode) -> sympy.Matrix:

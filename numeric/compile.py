@@ -21,6 +21,11 @@ def compile_expressions(exprs, args: Sequence[sympy.Symbol], name: str = "compil
     Arguments may be arrays; use ``jax.vmap`` over the result to map over grids.
     """
     flat = list(exprs) if isinstance(exprs, (list, tuple)) else [exprs]
+    # Exact algebraic numbers with no radical form (CRootOf) have no JAX printer: numbers start here.
+    roots = set().union(*(sympy.sympify(e).atoms(sympy.CRootOf) for e in flat))
+    if roots:
+        numbers = {r: r.evalf(30) for r in roots}
+        flat = [sympy.sympify(e).xreplace(numbers) for e in flat]
     raw = sympy.lambdify(list(args), flat, modules="jax", cse=True)
     single = not isinstance(exprs, (list, tuple))
 

@@ -177,7 +177,7 @@ def test_real_process_exits_2_without_traceback(tmp_path):
 
 def test_latex_fragment_compiles_with_pdflatex(capsys, tmp_path):
     fragment = tmp_path / "xor.tex"
-    assert main(["derive", str(XOR_SPEC), "--network", "xor", "--latex", str(fragment)]) == 0
+    assert main(["derive", str(XOR_SPEC), "--network", "xor", "--latex-fragment", str(fragment)]) == 0
     text = fragment.read_text()
     assert "\\Sigma^{yx}" in text and "Crossovers" in text and "\\frac{2 \\sqrt{6}}{3}" in text
     if shutil.which("pdflatex") is None:

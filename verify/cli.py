@@ -81,7 +81,7 @@ def _render_race(report):
         print(f"crossover {a} / {b}: {c['parameter']}* = {c['expr']} = {c['value']:.6g} (faster below: {c['faster_below']}, above: {c['faster_above']})")
 
 
-def _render_derive(report):
+def _render_derive_full(report):
     print(f"network {report['network']}")
     for p in report["pathways"]:
         print(f"  pathway {p['name']} (active on {p['active']})")
@@ -92,12 +92,62 @@ def _render_derive(report):
             print(f"      ODE: da/dt = {p['odes'][k]}")
             if p["closed_form"]:
                 print(f"      a(t) = {p['closed_form'][k]}")
+    system = report["system"]
+    print(f"  reduced system ({system['kind']}): {system['equation']}")
+    for c in system["coupling"]:
+        print(f"    C[{c['row']}, {c['column']}] = {c['expr']}")
     a = report["assumptions"]
     print(f"  mutually diagonalisable: {a['mutually_diagonalisable']}; pathways interact: {a['pathways_interact']}")
     for failure in a["failures"]:
         print(f"    {failure}")
     print(f"  loss L(t) = {report['loss']['expr']}")
     print(f"  speed = {report['speed']['expr']} = {report['speed']['value']:.6g}")
+
+
+def _value_text(entry, kind="", degree=1) -> str:
+    """An exact value as text, or its number and degree when it has no radical form."""
+    if kind == "algebraic":
+        return f"{entry['value']:.10g} (algebraic, s^2 of degree {degree})"
+    if _is_number(entry["expr"]):
+        return entry["expr"]
+    return f"{entry['expr']} = {entry['value']:.6g}"
+
+
+def _render_derive(report):
+    """A summary that fits a screen or two; ``--full`` prints everything."""
+    print(f"network {report['network']}: {len(report['pathways'])} pathway(s)")
+    for p in report["pathways"]:
+        rows, cols = p["shape"]
+        print(f"  {p['name']}: on {p['gate']}; Sigma_yx {rows}x{cols}, rank {p['rank']}; depth {p['depth']}")
+        for c in p["classes"]:
+            print(f"    s = {_value_text(c['s'], c['kind'], c['degree'])}  x{c['multiplicity']}   d = {_value_text(c['d'], c['kind'], c['degree'])}")
+    system = report["system"]
+    variables = system["variables"]
+    a = report["assumptions"]
+    if system["kind"] == "groups":
+        print(f"reduced system: {len(variables)} shared trajectories (exact group reduction), {system['equation']}")
+        for v in variables:
+            print(f"  {v['name']}: {v['label']}, {v['multiplicity']} mode(s)")
+            print(f"    {v['ode']}")
+            if v["closed_form"]:
+                print(f"    {v['name']}(t) = {v['closed_form']}")
+    else:
+        why = "; ".join(a["shared_basis_failures"] or a["failures"][:1]) or "no shared trajectories"
+        print(f"reduced system: one strength per mode ({len(variables)} modes; group reduction not exact: {why})")
+        print(f"  {system['equation']}, C with diagonal d and {len(system['coupling'])} non-zero couplings (--full or --json lists them)")
+    print(f"mutually diagonalisable: {a['mutually_diagonalisable']}; pathways interact: {a['pathways_interact']}; closed form: {a['closed_form']}")
+    for failure in a["failures"][:3]:
+        print(f"  {failure}")
+    if len(a["failures"]) > 3:
+        print(f"  ... and {len(a['failures']) - 3} more")
+    for value in a.get("algebraic_values", []):
+        print(f"  {value['pathway']}: {value['modes']} singular value(s) with no radical form (algebraic of degree {value['degree']})")
+    print(f"groups of symmetric pathways: {a['symmetric_groups']}")
+    print(f"initial loss {_value_text(report['loss']['initial'])}; loss closed form: {report['loss']['closed_form']}")
+    print(f"speed = {_value_text(report['speed'])}")
+    for c in report.get("crossovers", []):
+        first, second = c["networks"]
+        print(f"crossover with {second if first == report['network'] else first}: {c['parameter']}* = {c['expr']} = {c['value']:.6g}")
 
 
 def _render_simulate(report):
@@ -131,13 +181,16 @@ def cmd_derive(args):
     models = TaskModels(task)
     overrides = _overrides(args)
     report = derive_report(task, args.network, overrides, models)
-    if args.latex:
+    if args.latex or args.latex_fragment:
         values = task.values(overrides)
         derivation = models.derivation(args.network)
         others = [models.derivation(n.name) for n in task.networks if n.name != derivation.network.name]
         found = [c for other in others for p in task.parameters for c in crossovers(derivation, other, p, values)]
-        _write(args.latex, derivation_latex(derivation, found))
-    _emit(report, args.json, _render_derive)
+        if args.latex:
+            _write(args.latex, derivation_latex(derivation, found, document=True))
+        if args.latex_fragment:
+            _write(args.latex_fragment, derivation_latex(derivation, found))
+    _emit(report, args.json, _render_derive_full if args.full else _render_derive)
 
 
 def _write(path: str, text: str) -> None:
@@ -255,7 +308,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = with_spec("derive", "effective datasets, modes, ODEs, closed forms and loss of one network")
     p.add_argument("--network", required=True)
-    p.add_argument("--latex", metavar="FILE", help="write the derivation as a LaTeX fragment")
+    p.add_argument("--latex", metavar="FILE", help="write the derivation as a complete LaTeX document (pdflatex, amsmath)")
+    p.add_argument("--latex-fragment", metavar="FILE", help="write the body alone, to \\input into a paper")
+    p.add_argument("--full", action="store_true", help="print every matrix, mode and coupling, not the summary")
     p.set_defaults(run=cmd_derive)
 
     p = with_spec("race", "rank the candidate networks and find crossovers")

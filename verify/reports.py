@@ -54,20 +54,81 @@ def theory_stride(epochs: int) -> int:
     return max(1, epochs // THEORY_POINTS)
 
 
+def gate_description(task: Task, active: tuple[int, ...]) -> str:
+    """Where a pathway's gate is on, in the task's own terms where it has them ("contexts 1, 2")."""
+    if len(active) == task.num_datapoints:
+        return "all datapoints"
+    if task.contexts is not None:
+        chosen = sorted({task.contexts[n] for n in active})
+        if sorted(active) == [n for n, c in enumerate(task.contexts) if c in chosen]:
+            return ("context " if len(chosen) == 1 else "contexts ") + ", ".join(str(c) for c in chosen)
+    return "datapoints " + ", ".join(str(n) for n in active)
+
+
+def _class_entries(derivation, p: int, values: Mapping) -> list[dict]:
+    pd = derivation.pathways[p]
+    out = []
+    for c in derivation.symmetry.classes[p]:
+        mode = pd.modes[c.modes[0]]
+        out.append(
+            {
+                "s": _entry(c.s, values),
+                "multiplicity": c.multiplicity,
+                "d": _entry(c.input_variance, values),
+                "kind": mode.kind,
+                "degree": mode.degree,
+            }
+        )
+    return out
+
+
+def system_report(system, values: Mapping) -> dict:
+    """The reduced system (:class:`derive.derivation.ReducedSystem`) as JSON."""
+    closed = system.closed_forms
+    return {
+        "kind": system.kind,
+        "equation": "tau dx_i/dt = D x_i^(2-2/D) (s_i - sum_j C_ij x_j)",
+        "variables": [
+            {
+                "name": x.name,
+                "label": label,
+                "multiplicity": m,
+                "depth": depth,
+                "s": _entry(s, values),
+                "d": _entry(system.coupling[i, i], values),
+                "ode": str(system.odes[i]),
+                "closed_form": None if closed is None else str(closed[i]),
+            }
+            for i, (x, label, m, depth, s) in enumerate(zip(system.variables, system.labels, system.multiplicities, system.depths, system.singular_values))
+        ],
+        "coupling": [{"row": i, "column": j, **_entry(c, values)} for i, j, c in system.nonzero_couplings],
+        "loss": str(system.loss),
+    }
+
+
 def derive_report(task: Task, network: str, overrides: Mapping[str, float] | None = None, models: TaskModels | None = None) -> dict:
+    """The derivation of one network: effective datasets, modes and their classes, the reduced
+    system (group variables where the group reduction is exact, modes otherwise), assumptions,
+    loss, speed and crossovers with the task's other networks."""
+    models = models or TaskModels(task)
     values = task.values(overrides)
-    derivation = (models or TaskModels(task)).derivation(task.network(network).name)
+    derivation = models.derivation(task.network(network).name)
     closed = derivation.closed_forms
     pathways = []
     position = 0
-    for pd in derivation.pathways:
+    for p, pd in enumerate(derivation.pathways):
         count = len(pd.modes)
         pathways.append(
             {
                 "name": pd.name,
                 "active": list(pd.pathway.active),
+                "gate": gate_description(task, pd.pathway.active),
+                "shape": list(pd.sigma_yx.shape),
+                "rank": count,
+                "depth": pd.pathway.depth,
                 "sigma_yx": str(pd.sigma_yx),
                 "sigma_x": str(pd.sigma_x),
+                "classes": _class_entries(derivation, p, values),
                 "singular_values": [_entry(m.s, values) for m in pd.modes],
                 "input_variances": [_entry(m.d, values) for m in pd.modes],
                 "odes": [str(r) for r in derivation.rates[position : position + count]],
@@ -76,13 +137,26 @@ def derive_report(task: Task, network: str, overrides: Mapping[str, float] | Non
         )
         position += count
     loss = derivation.loss if derivation.loss is not None else derivation.loss_in_strengths
+    found = []
+    for other in task.networks:
+        if other.name == derivation.network.name:
+            continue
+        for parameter in task.parameters:
+            for c in crossovers(derivation, models.derivation(other.name), parameter, values):
+                others = {s: v for s, v in values.items() if s != parameter}
+                found.append(
+                    {"networks": list(c.networks), "parameter": parameter.name, "expr": str(c.expr), "value": _number(c.expr, others),
+                     "faster_below": c.faster_below, "faster_above": c.faster_above}
+                )
     return {
         "network": derivation.network.name,
         "parameters": {s.name: v for s, v in values.items()},
         "pathways": pathways,
+        "system": system_report(derivation.reduced_system, values),
         "assumptions": derivation.assumptions,
         "loss": {"expr": str(loss), "closed_form": derivation.loss is not None, "initial": _entry(derivation.initial_loss, values)},
         "speed": _entry(derivation.speed, values),
+        "crossovers": found,
     }
 
 

@@ -1,0 +1,336 @@
+"""Symmetric pathways and the group reduction (paper Section 3, Appendices F and G), by exact
+comparison.
+
+Everything here is computed on the modes' unnormalised exact vectors
+(``u v^T = u_raw v_raw^T / (raw_norm2 s)``, see :class:`derive.modes.Mode`) with SymPy's
+``DomainMatrix``: for rational data the products stay in ``QQ`` and a coupling that vanishes is
+exactly ``0``. Comparisons are between multisets, so nothing depends on the order of modes,
+datapoints or outputs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from typing import TYPE_CHECKING, Sequence
+
+import sympy
+from sympy.polys.matrices import DomainMatrix
+
+from .modes import vanishes
+
+if TYPE_CHECKING:
+    from .derivation import NetworkDerivation
+
+
+def domain_matrix(matrix) -> DomainMatrix:
+    """An exact ``DomainMatrix`` of a SymPy matrix in the smallest domain that holds its entries."""
+    rows, cols = matrix.shape
+    if rows == 0 or cols == 0:
+        return DomainMatrix.zeros((rows, cols), sympy.QQ)
+    matrix = sympy.Matrix(matrix)
+    if not matrix.free_symbols and not matrix.has(sympy.Float) and not all(e.is_Rational for e in matrix):
+        try:  # radicals: an algebraic field Q(sqrt(a), ...) is far faster than SymPy expressions
+            return DomainMatrix.from_list_sympy(rows, cols, matrix.tolist(), extension=True)
+        except (sympy.polys.polyerrors.PolynomialError, NotImplementedError, ValueError):
+            pass
+    return DomainMatrix.from_Matrix(matrix)
+
+
+def product(*matrices: DomainMatrix) -> DomainMatrix:
+    """The exact matrix product, with the operands' domains unified."""
+    try:
+        unified = matrices[0].unify(*matrices[1:])
+    except (sympy.polys.polyerrors.UnificationFailed, sympy.polys.polyerrors.CoercionFailed, NotImplementedError):
+        unified = [m.convert_to(sympy.EX) for m in matrices]
+    result = unified[0]
+    for m in unified[1:]:
+        result = result * m
+    return result
+
+
+def entries(matrix: DomainMatrix) -> list[list[sympy.Expr]]:
+    domain = matrix.domain
+    return [[domain.to_sympy(e) for e in row] for row in matrix.to_list()]
+
+
+def inner(first: DomainMatrix, second: DomainMatrix) -> sympy.Expr:
+    """Frobenius inner product ``sum_ij A_ij B_ij``, exact."""
+    try:
+        a, b = first.unify(second)
+    except (sympy.polys.polyerrors.UnificationFailed, sympy.polys.polyerrors.CoercionFailed, NotImplementedError):
+        a, b = first.convert_to(sympy.EX), second.convert_to(sympy.EX)
+    domain = a.domain
+    total = domain.zero
+    for row_a, row_b in zip(a.to_list(), b.to_list()):
+        for x, y in zip(row_a, row_b):
+            total += x * y
+    return domain.to_sympy(total)
+
+
+def same_multiset(first: Sequence, second: Sequence, equal=None) -> bool:
+    """Whether two sequences are equal as multisets, with ``equal`` (default: the difference
+    vanishes) as the comparison; independent of order and of ties."""
+    equal = equal or (lambda a, b: vanishes(a - b))
+    if len(first) != len(second):
+        return False
+    unused = list(second)
+    for item in first:
+        for position, other in enumerate(unused):
+            if equal(item, other):
+                del unused[position]
+                break
+        else:
+            return False
+    return True
+
+
+@dataclass(frozen=True)
+class SingularClass:
+    """Modes of one pathway with one singular value ``s``: ``P = sum_k u_k v_k^T = R / s``, ``R``
+    exact (rational for rational data); ``input_variance`` is the trace of ``Sigma_x`` on the
+    class, divided by its multiplicity (the class's ``d``)."""
+
+    modes: tuple[int, ...]
+    s: sympy.Expr
+    scaled_map: DomainMatrix
+    input_variance: sympy.Expr
+
+    @property
+    def multiplicity(self) -> int:
+        return len(self.modes)
+
+
+@dataclass(frozen=True)
+class GroupReduction:
+    """One shared trajectory ``b`` per (symmetric group, singular class):
+    ``tau db_i/dt = D b_i^(2-2/D) (s_i - sum_j coupling[i, j] b_j)``, exact when ``failures`` is
+    empty. ``multiplicities[i]`` is the number of modes (over the group's pathways) that follow
+    ``b_i``."""
+
+    groups: tuple[tuple[int, ...], ...]
+    variables: tuple[tuple[int, int], ...]
+    singular_values: tuple[sympy.Expr, ...]
+    multiplicities: tuple[int, ...]
+    coupling: sympy.ImmutableMatrix
+    failures: tuple[str, ...]
+
+    @property
+    def exact(self) -> bool:
+        return not self.failures
+
+    @property
+    def decoupled(self) -> bool:
+        """Exact, and each shared trajectory sees only itself: one logistic closed form each."""
+        size = self.coupling.rows
+        return self.exact and all(self.coupling[i, j] == 0 or vanishes(self.coupling[i, j]) for i in range(size) for j in range(size) if i != j)
+
+
+class Symmetry:
+    """Singular classes, symmetric groups and the group reduction of one derivation."""
+
+    def __init__(self, derivation: "NetworkDerivation"):
+        self.derivation = derivation
+
+    # --- exact operands, built once ------------------------------------------------------------
+    @cached_property
+    def _overlaps(self) -> dict:
+        return {}
+
+    def overlap(self, p: int, q: int) -> DomainMatrix:
+        """``E_p^T E_q`` as a sparse exact 0/1 matrix (|out_p| x |out_q|)."""
+        if (p, q) not in self._overlaps:
+            pathways = self.derivation.network.pathways
+            rows_q = {o: r for r, o in enumerate(pathways[q].outputs)}
+            sparse = {i: {rows_q[o]: sympy.QQ.one} for i, o in enumerate(pathways[p].outputs) if o in rows_q}
+            self._overlaps[(p, q)] = DomainMatrix(sparse, (len(pathways[p].outputs), len(pathways[q].outputs)), sympy.QQ)
+        return self._overlaps[(p, q)]
+
+    @cached_property
+    def _correlations(self) -> dict:
+        return {}
+
+    def correlation(self, q: int, p: int) -> DomainMatrix:
+        """``Sigma_x(q, p)`` as an exact ``DomainMatrix``."""
+        if (q, p) not in self._correlations:
+            self._correlations[(q, p)] = domain_matrix(self.derivation.correlation_between(q, p))
+        return self._correlations[(q, p)]
+
+    # --- per pathway ---------------------------------------------------------------------
+    @cached_property
+    def raw_vectors(self) -> tuple[tuple[DomainMatrix, DomainMatrix], ...]:
+        """Per pathway, ``(U_raw, V_raw)`` with one column per mode."""
+        result = []
+        for pd in self.derivation.pathways:
+            outputs, inputs = len(pd.pathway.outputs), len(pd.pathway.inputs)
+            u = sympy.Matrix.hstack(*[m.u_raw for m in pd.modes]) if pd.modes else sympy.zeros(outputs, 0)
+            v = sympy.Matrix.hstack(*[m.v_raw for m in pd.modes]) if pd.modes else sympy.zeros(inputs, 0)
+            result.append((domain_matrix(u), domain_matrix(v)))
+        return tuple(result)
+
+    @cached_property
+    def classes(self) -> tuple[tuple[SingularClass, ...], ...]:
+        """Per pathway, its modes grouped by equal singular value, in order of first appearance."""
+        result = []
+        for p, pd in enumerate(self.derivation.pathways):
+            members: list[list[int]] = []
+            for k, mode in enumerate(pd.modes):
+                for group in members:
+                    if vanishes(mode.s**2 - pd.modes[group[0]].s ** 2):
+                        group.append(k)
+                        break
+                else:
+                    members.append([k])
+            classes = []
+            for group in members:
+                modes = [pd.modes[k] for k in group]
+                scaled = sympy.zeros(len(pd.pathway.outputs), len(pd.pathway.inputs))
+                for mode in modes:
+                    scaled += mode.u_raw * mode.v_raw.T / mode.raw_norm2
+                variance = sympy.expand(sum((m.d for m in modes), sympy.Integer(0)) / len(modes))
+                classes.append(SingularClass(tuple(group), modes[0].s, domain_matrix(scaled), variance))
+            result.append(tuple(classes))
+        return tuple(result)
+
+    # --- symmetric groups ------------------------------------------------------------------
+    def _overlap_norms(self, p: int) -> tuple[list, list]:
+        """Squared Frobenius norms of ``U_p^T E_p^T E_q U_q`` and ``V_p^T Sigma_x(q, p)^T V_q`` for
+        every other pathway ``q``: they do not depend on the basis inside degenerate classes."""
+        d = self.derivation
+        outputs, inputs = [], []
+        u_p, v_p = self.raw_vectors[p]
+        scale_p = [1 / m.raw_norm2 for m in d.pathways[p].modes]
+        for q in range(len(d.pathways)):
+            if q == p:
+                continue
+            u_q, v_q = self.raw_vectors[q]
+            modes_q = d.pathways[q].modes
+            scale_q = [1 / m.raw_norm2 for m in modes_q]
+            a_out = entries(product(u_p.transpose(), self.overlap(p, q), u_q))
+            a_in = entries(product(v_p.transpose(), self.correlation(q, p).transpose(), v_q))
+            s2_p = [m.s**2 for m in d.pathways[p].modes]
+            s2_q = [m.s**2 for m in modes_q]
+            outputs.append(sympy.expand(sum(a_out[k][l] ** 2 * scale_p[k] * scale_q[l] for k in range(len(scale_p)) for l in range(len(scale_q)))))
+            inputs.append(
+                sympy.expand(sum(a_in[k][l] ** 2 * scale_p[k] * scale_q[l] / (s2_p[k] * s2_q[l]) for k in range(len(scale_p)) for l in range(len(scale_q))))
+            )
+        return outputs, inputs
+
+    @cached_property
+    def groups(self) -> tuple[tuple[int, ...], ...]:
+        """Pathways with the same depth, the same singular classes (value, multiplicity and mean
+        input variance) and the same overlaps with the rest of the network, all compared as
+        multisets by exact equality: they share one trajectory when they start alike."""
+        d = self.derivation
+
+        def class_key(c: SingularClass):
+            return (c.multiplicity, c.s, c.input_variance)
+
+        def same_class(a, b):
+            return a[0] == b[0] and vanishes(a[1] - b[1]) and vanishes(a[2] - b[2])
+
+        signatures = []
+        for p, pd in enumerate(d.pathways):
+            outputs, inputs = self._overlap_norms(p)
+            signatures.append((pd.pathway.depth, [class_key(c) for c in self.classes[p]], outputs, inputs))
+        groups: list[list[int]] = []
+        for p, sig in enumerate(signatures):
+            for group in groups:
+                other = signatures[group[0]]
+                if (
+                    sig[0] == other[0]
+                    and same_multiset(sig[1], other[1], same_class)
+                    and same_multiset(sig[2], other[2])
+                    and same_multiset(sig[3], other[3])
+                ):
+                    group.append(p)
+                    break
+            else:
+                groups.append([p])
+        return tuple(tuple(g) for g in groups)
+
+    # --- group reduction -------------------------------------------------------------------
+    def _class_position(self, p: int, reference: int, j: int) -> int | None:
+        """The class of pathway ``p`` that matches class ``j`` of the group's first pathway."""
+        target = self.classes[reference][j]
+        for position, c in enumerate(self.classes[p]):
+            if c.multiplicity == target.multiplicity and vanishes(c.s**2 - target.s**2):
+                return position
+        return None
+
+    @cached_property
+    def reduction(self) -> GroupReduction:
+        """Ansatz ``W_p(t) = sum_j b_{g(p), j}(t) P_p^j`` with ``P_p^j`` the class maps of
+        pathway ``p``. It is exact (the flow keeps it) when, for every pathway ``p``, group ``g``
+        and class ``j'``, ``sum_{q in g} E_p^T E_q P_q^{j'} Sigma_x(q, p)`` is a combination
+        ``sum_j c_j P_p^j`` with the same coefficients for every ``p`` of a group; the rest is
+        reported as a failure. With ``P = R / s``, the leak times ``s'^2`` is
+        ``|T|^2 - sum_j <T, R_j>^2 / (s_j^2 m_j)`` for ``T = sum_q E_p^T E_q R_q Sigma_x(q, p)``:
+        exact arithmetic on ``R``, rational for rational data."""
+        d = self.derivation
+        groups = self.groups
+        variables = [(g, j) for g, members in enumerate(groups) for j in range(len(self.classes[members[0]]))]
+        position = {v: i for i, v in enumerate(variables)}
+        coefficients = sympy.zeros(len(variables), len(variables))
+        failure = self._coefficients(groups, position, coefficients)
+        return GroupReduction(
+            groups=groups,
+            variables=tuple(variables),
+            singular_values=tuple(self.classes[groups[g][0]][j].s for g, j in variables),
+            multiplicities=tuple(self.classes[groups[g][0]][j].multiplicity * len(groups[g]) for g, j in variables),
+            coupling=sympy.ImmutableMatrix(coefficients),
+            failures=(failure,) if failure else (),
+        )
+
+    def _coefficients(self, groups, position, coefficients) -> str | None:
+        d = self.derivation
+        names = [p.name for p in d.network.pathways]
+        for h, members in enumerate(groups):
+            for p in members:
+                classes_p = self.classes[p]
+                for g, sources in enumerate(groups):
+                    for j_source in range(len(self.classes[sources[0]])):
+                        total = None
+                        source_s = None
+                        for q in sources:
+                            if q != p and (q, p) not in d.cross_correlations:
+                                continue
+                            jq = self._class_position(q, sources[0], j_source)
+                            if jq is None:
+                                return f"pathway {names[q]!r} has no class matching class {j_source} of its group"
+                            c = self.classes[q][jq]
+                            source_s = c.s
+                            term = product(self.overlap(p, q), c.scaled_map, self.correlation(q, p))
+                            total = term if total is None else (lambda a, b: a + b)(*total.unify(term))
+                        if total is None or total.is_zero_matrix:
+                            continue
+                        projections = [inner(total, c.scaled_map) for c in classes_p]
+                        leak = inner(total, total) - sum(
+                            (x**2 / (c.s**2 * c.multiplicity) for x, c in zip(projections, classes_p)), sympy.Integer(0)
+                        )
+                        if not vanishes(leak):
+                            group_names = [names[q] for q in sources]
+                            return f"pathway {names[p]!r}: class {j_source} of group {group_names} drives it outside its own singular vectors"
+                        jp_reference = [self._class_position(members[0], p, j) for j in range(len(classes_p))]
+                        for j, (x, c) in enumerate(zip(projections, classes_p)):
+                            value = x / (source_s * c.s * c.multiplicity)
+                            value = sympy.factor(sympy.cancel(value)) if value.free_symbols else sympy.expand(value)
+                            j_reference = jp_reference[j]
+                            if j_reference is None:
+                                return f"pathway {names[p]!r} has no class matching its group's"
+                            row, column = position[(h, j_reference)], position[(g, j_source)]
+                            if p == members[0]:
+                                coefficients[row, column] = value
+                            elif not vanishes(coefficients[row, column] - value):
+                                return f"pathway {names[p]!r} is coupled unlike the rest of its group"
+        return None
+
+    def variable_of(self, pathway: int, mode: int) -> int:
+        """Position in :attr:`reduction` of the shared trajectory a mode follows."""
+        reduction = self.reduction
+        for g, members in enumerate(reduction.groups):
+            if pathway in members:
+                j = next(j for j, c in enumerate(self.classes[pathway]) if mode in c.modes)
+                reference = self._class_position(members[0], pathway, j)
+                return reduction.variables.index((g, reference))
+        raise KeyError((pathway, mode))

@@ -106,7 +106,7 @@ def _render_derive_full(report):
 
 def _value_text(entry, kind="", degree=1) -> str:
     """An exact value as text, or its number and degree when it has no radical form."""
-    if kind == "algebraic":
+    if kind == "algebraic" and "CRootOf" in entry["expr"]:
         return f"{entry['value']:.10g} (algebraic, s^2 of degree {degree})"
     if _is_number(entry["expr"]):
         return entry["expr"]
@@ -120,7 +120,8 @@ def _render_derive(report):
         rows, cols = p["shape"]
         print(f"  {p['name']}: on {p['gate']}; Sigma_yx {rows}x{cols}, rank {p['rank']}; depth {p['depth']}")
         for c in p["classes"]:
-            print(f"    s = {_value_text(c['s'], c['kind'], c['degree'])}  x{c['multiplicity']}   d = {_value_text(c['d'], c['kind'], c['degree'])}")
+            d = _value_text(c["d"], c["kind"], c["degree"]).replace(f"algebraic, s^2 of degree {c['degree']}", "algebraic, in Q(s^2)")
+            print(f"    s = {_value_text(c['s'], c['kind'], c['degree'])}  x{c['multiplicity']}   d = {d}")
     system = report["system"]
     variables = system["variables"]
     a = report["assumptions"]

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Mapping
 
 import sympy
 
 from .derivation import NetworkDerivation
+from .expressions import EvaluationError, evaluate
 from .modes import vanishes
 
 _TOLERANCE = 1e-9
+SCAN_DECADES = 4  # a numeric root is searched between value / 10**4 and value * 10**4
+SCAN_POINTS = 801
+_TRANSCENDENTAL = (sympy.sin, sympy.cos, sympy.exp, sympy.log)
 
 
 @dataclass(frozen=True)
@@ -22,11 +27,83 @@ class Crossover:
     expr: sympy.Expr
     faster_below: str | None
     faster_above: str | None
+    note: str | None = None  # set where the root is numeric because SymPy could not solve the equation
 
 
 def _numeric(expr, values):
     value = sympy.N(expr.subs(values), 30)
     return complex(value) if value.is_number else None
+
+
+def _real(expr, values):
+    """The real value of ``expr`` at ``values``, or None where it is not a finite real number."""
+    try:
+        value = _numeric(expr, values)
+    except (TypeError, ValueError, ArithmeticError):
+        return None
+    if value is None or not math.isfinite(value.real) or abs(value.imag) > _TOLERANCE * max(1.0, abs(value.real)):
+        return None
+    return value.real
+
+
+def _float(expr, values):
+    try:
+        value = evaluate(expr, values)
+    except EvaluationError:
+        return None
+    return value.real if abs(value.imag) <= _TOLERANCE * max(1.0, abs(value.real)) else None
+
+
+def numeric_roots(difference: sympy.Expr, parameter: sympy.Symbol, values: Mapping[sympy.Symbol, float]) -> list[float]:
+    """Roots of ``difference`` in ``parameter`` (others at ``values``) by a sign-change scan over
+    ``SCAN_DECADES`` decades either side of the parameter's value, each refined with brentq."""
+    from scipy.optimize import brentq
+
+    centre = float(values.get(parameter, 1.0))
+    others = {s: v for s, v in values.items() if s != parameter}
+    points = [centre * 10 ** (SCAN_DECADES * (2 * k / (SCAN_POINTS - 1) - 1)) for k in range(SCAN_POINTS)]
+
+    def f(x):
+        return _float(difference, {**others, parameter: x})
+
+    roots: list[float] = []
+    previous = None
+    for x in points:
+        y = f(x)
+        if y is not None and y == 0:
+            roots.append(x)
+        elif y is not None and previous is not None and previous[1] != 0 and (previous[1] < 0) != (y < 0):
+            try:
+                roots.append(brentq(lambda z: f(z) if f(z) is not None else math.nan, previous[0], x, xtol=1e-300, rtol=1e-15))
+            except (ValueError, RuntimeError):
+                pass
+        previous = (x, y) if y is not None else None
+    return roots
+
+
+def _solve(sa, sb, parameter, values):
+    """Symbolic roots of ``sa = sb``; a numeric scan where SymPy cannot solve the equation
+    (or finds nothing in a transcendental one). Returns the roots and a note for numeric ones."""
+    # Speeds are nonnegative, so sa = sb exactly where sa^2 = sb^2. Squared speeds are rational
+    # in the parameter whenever the pathways' Gram blocks are rank one; then the crossover is a
+    # root of one polynomial (exact, and fast). A squared speed with radicals left in the
+    # parameter (a parametric 2x2 block) would send SymPy into radical equations that can take
+    # minutes, so those are solved numerically and said so.
+    squared = sympy.together(sympy.expand(sa**2 - sb**2))
+    if not squared.is_rational_function(parameter):
+        note = f"numeric root: the squared speeds are not rational functions of {parameter}"
+        return [sympy.Float(r, 15) for r in numeric_roots(sa - sb, parameter, values)], note
+    try:
+        roots = sympy.solve(sympy.numer(squared), parameter)
+    except (NotImplementedError, ValueError, TypeError, ArithmeticError, sympy.PolynomialError) as error:
+        reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+        note = f"numeric root: SymPy cannot solve the equation in {parameter} ({reason})"
+    else:
+        difference = sa - sb
+        if roots or not any(difference.has(f) for f in _TRANSCENDENTAL):
+            return roots, None
+        note = f"numeric root: SymPy found no root of the transcendental equation in {parameter}"
+    return [sympy.Float(r, 15) for r in numeric_roots(sa - sb, parameter, values)], note
 
 
 def crossovers(
@@ -45,31 +122,32 @@ def crossovers(
         for sb in second.speed_candidates:
             if vanishes(sa - sb) or parameter not in (sa - sb).free_symbols:
                 continue
-            for root in sympy.solve(sympy.Eq(sa, sb), parameter):
-                point = _numeric(root, others)
-                if point is None or abs(point.imag) > _TOLERANCE or point.real <= 0:
+            roots, note = _solve(sa, sb, parameter, values)
+            for root in roots:
+                point = _real(root, others)
+                if point is None or point <= 0:
                     continue
-                at_root = {**others, parameter: point.real}
-                speed_a, speed_b = _numeric(sa, at_root), _numeric(sb, at_root)
-                if speed_a is None or abs(speed_a - speed_b) > _TOLERANCE * max(1.0, abs(speed_a)):
+                at_root = {**others, parameter: point}
+                speed_a, speed_b = _real(sa, at_root), _real(sb, at_root)
+                if speed_a is None or speed_b is None or abs(speed_a - speed_b) > _TOLERANCE * max(1.0, abs(speed_a)):
                     continue
-                if any(_numeric(c, at_root).real > speed_a.real + _TOLERANCE for c in first.speed_candidates):
+                if any((_real(c, at_root) or 0.0) > speed_a + _TOLERANCE for c in first.speed_candidates):
                     continue
-                if any(_numeric(c, at_root).real > speed_b.real + _TOLERANCE for c in second.speed_candidates):
+                if any((_real(c, at_root) or 0.0) > speed_b + _TOLERANCE for c in second.speed_candidates):
                     continue
-                if any(abs(complex(sympy.N(c.expr.subs(others))) - point.real) < 1e-9 for c in found):
+                if any(abs(_real(c.expr, others) - point) < 1e-9 for c in found):
                     continue
-                below, above = _faster_on_each_side(first, second, parameter, at_root, point.real)
-                found.append(Crossover((first.network.name, second.network.name), parameter, root, below, above))
-    return sorted(found, key=lambda c: float(sympy.N(c.expr.subs(others))))
+                below, above = _faster_on_each_side(first, second, parameter, at_root, point)
+                found.append(Crossover((first.network.name, second.network.name), parameter, root, below, above, note))
+    return sorted(found, key=lambda c: _real(c.expr, others) or 0.0)
 
 
 def _faster_on_each_side(first, second, parameter, at_root, value):
     def faster(x):
         point = {**at_root, parameter: x}
-        a = max(_numeric(c, point).real for c in first.speed_candidates)
-        b = max(_numeric(c, point).real for c in second.speed_candidates)
-        if abs(a - b) < _TOLERANCE:
+        a = max((_real(c, point) for c in first.speed_candidates), key=lambda v: -math.inf if v is None else v)
+        b = max((_real(c, point) for c in second.speed_candidates), key=lambda v: -math.inf if v is None else v)
+        if a is None or b is None or abs(a - b) < _TOLERANCE:
             return None
         return first.network.name if a > b else second.network.name
 

@@ -14,7 +14,7 @@ import sympy
 
 from . import formulas
 from .correlations import output_overlap, sigma_x, sigma_yx, target_power
-from .modes import Mode, find_modes, vanishes
+from .modes import Mode, find_modes, tidy, vanishes
 from .spec import Network, Pathway, Task
 from .symmetry import GroupReduction, Symmetry, product
 from .symmetry import entries as symmetry_entries
@@ -157,7 +157,7 @@ class NetworkDerivation:
                 for l, mode_l in enumerate(modes_q):
                     numerator = outputs[k][l] * inputs[k][l]
                     if numerator != 0:
-                        entries[offsets[p] + k, offsets[q] + l] = sympy.expand(
+                        entries[offsets[p] + k, offsets[q] + l] = tidy(
                             numerator / (mode_k.raw_norm2 * mode_k.s * mode_l.raw_norm2 * mode_l.s)
                         )
         return sympy.ImmutableMatrix(entries)
@@ -189,7 +189,7 @@ class NetworkDerivation:
         for pd in self.pathways:
             for k, mode in enumerate(pd.modes):
                 # on the unnormalised exact vector: zero exactly when the normalised residual is
-                residual = (pd.sigma_x * mode.v_raw - mode.d * mode.v_raw).applyfunc(sympy.expand)
+                residual = (pd.sigma_x * mode.v_raw - mode.d * mode.v_raw).applyfunc(tidy)
                 if not all(e == 0 or vanishes(e) for e in residual):
                     failures.append(
                         f"pathway {pd.name!r} mode {k}: Sigma_yx and Sigma_x do not share right singular vectors "

@@ -40,6 +40,18 @@ MAX_RADICAL_DEGREE = 4
 _EIGENVALUE = sympy.Dummy("lambda")
 
 
+def has_parametric_radicals(expr: sympy.Expr) -> bool:
+    """Whether ``expr`` holds a fractional power of an expression in the parameters: expanding
+    products of those can grow without bound, so they are compared numerically instead."""
+    return any(not p.exp.is_Integer and p.base.free_symbols for p in expr.atoms(sympy.Pow))
+
+
+def tidy(expr: sympy.Expr) -> sympy.Expr:
+    """``expand(expr)``, except for expressions with parametric radicals, which stay as they are."""
+    expr = sympy.sympify(expr)
+    return expr if has_parametric_radicals(expr) else sympy.expand(expr)
+
+
 def vanishes(expr: sympy.Expr) -> bool:
     """Whether ``expr`` is identically zero for positive parameters.
 
@@ -47,7 +59,7 @@ def vanishes(expr: sympy.Expr) -> bool:
     cancel are evaluated at a few fixed random positive rational points to
     ``PRECISION_DIGITS`` digits (deterministic: the sampler has a fixed seed).
     """
-    expr = sympy.expand(expr)
+    expr = tidy(sympy.sympify(expr))
     if expr == 0:
         return True
     if expr.is_Rational:
@@ -213,16 +225,68 @@ def _eigenspaces(block: sympy.Matrix, where: str) -> list[_Eigenspace]:
         exact = _exact_eigenspaces(block, domain) if domain is not None else None
         return exact if exact is not None else _numeric_eigenspaces(block)
     if block.rows == 2:
-        spaces = []
-        for value, _, vectors in block.eigenvects(simplify=False):
-            if not vanishes(value):
-                spaces.append(_Eigenspace(value, tuple(vectors), "parametric", 1))
-        return spaces
+        return _parametric_pair(block)
     raise DerivationError(
         f"{where}: a {block.rows}x{block.rows} parametric block of the effective correlations has no "
         "structure the derivation can use (not rank one, not parameter-free); fix the parameters "
         "with --set to derive it numerically"
     )
+
+
+def _parametric_pair(block: sympy.Matrix) -> list[_Eigenspace]:
+    """Eigenspaces of a parametric symmetric 2x2 block ``[[a, b], [b, c]]`` with ``b != 0`` (the
+    block split keeps ``b``): ``lambda = (a + c)/2 +- r`` with ``r = sqrt((a - c)^2/4 + b^2)``
+    and eigenvector ``(b, lambda - a)``. Written out by hand because SymPy's general
+    ``eigenvects`` nests the radicals, which makes every later ratio slow to cancel."""
+    a, b, c = block[0, 0], block[0, 1], block[1, 1]
+    radicand = sympy.expand((a - c) ** 2 / 4 + b**2)
+    r = sympy.sqrt(sympy.factor(radicand))  # factored: perfect squares leave no root
+    if len(_square_roots(r)) > 1:  # one radical, not a product of several (see _rationalised)
+        r = sympy.sqrt(radicand)
+    spaces = []
+    for sign in (1, -1):
+        value = sympy.expand((a + c) / 2 + sign * r)
+        if not vanishes(value):
+            spaces.append(_Eigenspace(value, (sympy.Matrix([b, sympy.expand((c - a) / 2 + sign * r)]),), "parametric", 1))
+    return spaces
+
+
+def _square_roots(expr: sympy.Expr) -> set:
+    return {p for p in expr.atoms(sympy.Pow) if p.exp == sympy.S.Half and p.base.free_symbols}
+
+
+def _rationalised(numerator: sympy.Expr, denominator: sympy.Expr) -> sympy.Expr | None:
+    """``numerator / denominator`` written as ``(A + B r) / C`` with polynomials ``A, B, C`` in the
+    parameters and their common factor cancelled, when both lie in ``Q(params)[r]`` for a single
+    square root ``r = sqrt(p)``; ``None`` otherwise. Polynomial arithmetic only (fast)."""
+    roots = _square_roots(numerator) | _square_roots(denominator)
+    if len(roots) != 1:
+        return None
+    root = roots.pop()
+    radicand = sympy.expand(root.base)
+    x = sympy.Dummy("r")
+
+    def linear(expr):
+        poly = sympy.Poly(sympy.expand(expr.subs(root, x)), x)
+        if not all(c.is_polynomial(*c.free_symbols) for c in poly.all_coeffs()):
+            return None
+        reduced = sympy.rem(poly.as_expr(), x**2 - radicand, x)
+        reduced = sympy.Poly(reduced, x)
+        return sympy.expand(reduced.coeff_monomial(1)), sympy.expand(reduced.coeff_monomial(x))
+
+    top, bottom = linear(numerator), linear(denominator)
+    if top is None or bottom is None:
+        return None
+    (p, q), (m, n) = top, bottom
+    # (p + q r)/(m + n r) = (p + q r)(m - n r)/(m^2 - n^2 r^2)
+    whole = sympy.expand(p * m - q * n * radicand)
+    part = sympy.expand(q * m - p * n)
+    below = sympy.expand(m * m - n * n * radicand)
+    if below == 0:
+        return None
+    common = sympy.gcd(sympy.gcd(whole, part), below)
+    whole, part, below = (sympy.cancel(e / common) for e in (whole, part, below))
+    return (sympy.factor(whole) + sympy.factor(part) * root) / sympy.factor(below)
 
 
 def _canonical(expr: sympy.Expr, field) -> sympy.Expr:
@@ -240,6 +304,9 @@ def _ratio(numerator: sympy.Expr, denominator: sympy.Expr, kind: str, field) -> 
     if kind == "numeric":
         return sympy.expand(numerator / denominator)
     if kind == "parametric" or field is None:
+        if _square_roots(numerator) or _square_roots(denominator):
+            rationalised = _rationalised(numerator, denominator)
+            return rationalised if rationalised is not None else sympy.expand(numerator) / sympy.expand(denominator)
         return sympy.factor(sympy.cancel(sympy.expand(numerator / denominator)))
     try:
         return field.to_sympy(field.from_sympy(sympy.expand(numerator)) / field.from_sympy(sympy.expand(denominator)))

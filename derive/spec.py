@@ -12,6 +12,7 @@ import keyword
 import math
 import re
 import tomllib
+import unicodedata
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping
@@ -19,7 +20,7 @@ from typing import Any, Mapping
 import sympy
 
 from .errors import SpecError
-from .expressions import ALLOWED_CONSTANTS, ALLOWED_FUNCTIONS, exact_number, parse_value
+from .expressions import ALLOWED_CONSTANTS, ALLOWED_FUNCTIONS, EvaluationError, evaluate, exact_number, parse_value
 
 TOP_LEVEL_KEYS = {"title", "parameters", "data", "training", "network"}
 TRAINING_DEFAULTS = {
@@ -31,6 +32,24 @@ TRAINING_DEFAULTS = {
 }
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_+\-.]*")
 PATHWAY_KEYS = {"name", "active", "inputs", "outputs", "hidden_layers", "units"}
+
+# Limits, checked before any work (README, "Limits").
+MAX_SPEC_BYTES = 2 * 2**20  # size of a spec file
+MAX_NESTING = 32  # levels of tables and arrays in a spec
+MAX_DATA_ENTRIES = 100_000  # entries of data.inputs, and of data.targets
+MAX_NETWORKS = 100
+MAX_PATHWAYS = 1000  # per network
+MAX_SEEDS = 1000
+MAX_EPOCHS = 10**8
+MAX_UNITS = 100_000  # training.hidden_units and a pathway's units
+MAX_HIDDEN_LAYERS = 100
+MAX_LEARNING_RATE = 1e6
+MAX_INIT_SCALE = 1e3
+DATA_MAGNITUDE = (1e-30, 1e30)  # every non-zero data value, at the parameter values in use
+INTEGER_LIMITS = {"epochs": MAX_EPOCHS, "hidden_units": MAX_UNITS, "seeds": MAX_SEEDS}
+NUMBER_LIMITS = {"learning_rate": MAX_LEARNING_RATE, "init_scale": MAX_INIT_SCALE}
+RESERVED_NAMES = {"t", "tau", "I", "nan", "inf", "oo", "zoo"}
+GENERATED_PREFIXES = ("a_", "a0_", "b_", "b0_")  # the derivation's own state names
 
 
 @dataclass(frozen=True)
@@ -114,6 +133,7 @@ class Task:
         raise SpecError(self.source, "network", f"no network named {name!r} (known: {known})")
 
     def parameter(self, name: str) -> sympy.Symbol:
+        name = unicodedata.normalize("NFKC", name)
         for symbol in self.parameters:
             if symbol.name == name:
                 return symbol
@@ -124,9 +144,11 @@ class Task:
         """Parameter values: the spec's defaults with ``overrides`` (by name) applied."""
         values = dict(self.parameters)
         for name, value in (overrides or {}).items():
-            if not math.isfinite(value) or value <= 0:
+            if isinstance(value, complex) or not math.isfinite(value) or value <= 0:
                 raise SpecError(self.source, f"parameters.{name}", f"value {value} is not a positive finite number")
             values[self.parameter(name)] = float(value)
+        if overrides:
+            check_data(self.inputs, self.targets, values, self.source, parametric_only=True)
         return values
 
     def with_training(self, **changes) -> "Task":
@@ -140,21 +162,27 @@ def load_spec(path: str | Path) -> Task:
     path = Path(path)
     source = str(path)
     try:
-        text = path.read_bytes()
+        with path.open("rb") as handle:
+            text = handle.read(MAX_SPEC_BYTES + 1)
     except OSError as error:
         raise SpecError(source, "file", f"cannot read: {error.strerror or error}") from None
+    if len(text) > MAX_SPEC_BYTES:
+        raise SpecError(source, "file", f"larger than the limit of {MAX_SPEC_BYTES // 2**20} MiB")
     try:
         document = tomllib.loads(text.decode("utf-8"))
     except UnicodeDecodeError:
         raise SpecError(source, "file", "not UTF-8 text") from None
     except tomllib.TOMLDecodeError as error:
         raise SpecError(source, "toml", f"malformed TOML: {error}") from None
+    except RecursionError:
+        raise SpecError(source, "toml", f"arrays or tables nested too deeply (the limit is {MAX_NESTING} levels)") from None
     return task_from_dict(document, source=source, default_title=path.stem)
 
 
 def task_from_dict(document: Mapping[str, Any], source: str = "<python>", default_title: str = "task") -> Task:
     """Validate a nested dictionary with the spec layout and build a :class:`Task`."""
     _require_table(document, source, "spec")
+    _check_nesting(document, source)
     _reject_unknown(document, TOP_LEVEL_KEYS, source, "")
     title = document.get("title", default_title)
     if not isinstance(title, str):
@@ -162,8 +190,10 @@ def task_from_dict(document: Mapping[str, Any], source: str = "<python>", defaul
 
     defaults, symbols = _read_parameters(document.get("parameters", {}), source)
     inputs, targets, contexts = _read_data(document.get("data"), symbols, source)
+    check_data(inputs, targets, defaults, source)
     training = _read_training(document.get("training", {}), source)
     networks = _read_networks(document.get("network", []), inputs.rows, inputs.cols, targets.cols, training, source)
+    _check_networks_learn(inputs, targets, networks, defaults, source)
     return Task(
         title=title,
         parameters=defaults,
@@ -174,6 +204,75 @@ def task_from_dict(document: Mapping[str, Any], source: str = "<python>", defaul
         source=source,
         contexts=contexts,
     )
+
+
+def _check_nesting(document, source):
+    stack = [(document, 1, "")]
+    while stack:
+        value, depth, where = stack.pop()
+        if depth > MAX_NESTING:
+            raise SpecError(source, where or "spec", f"arrays or tables nested deeper than {MAX_NESTING} levels")
+        if isinstance(value, Mapping):
+            stack.extend((v, depth + 1, f"{where}.{k}" if where else str(k)) for k, v in value.items())
+        elif isinstance(value, (list, tuple)):
+            stack.extend((v, depth + 1, f"{where}[{n}]") for n, v in enumerate(value) if isinstance(v, (Mapping, list, tuple)))
+
+
+def _where(values: Mapping[sympy.Symbol, float], symbols) -> str:
+    used = [s for s in values if s in symbols]
+    return (" at " + ", ".join(f"{s.name} = {values[s]:g}" for s in used)) if used else ""
+
+
+def check_data(inputs, targets, values: Mapping[sympy.Symbol, float], source: str, parametric_only: bool = False) -> None:
+    """Every data entry is real, finite and of a sane size at ``values``, and some target is not zero."""
+    low, high = DATA_MAGNITUDE
+    for key, matrix in (("data.inputs", inputs), ("data.targets", targets)):
+        for r in range(matrix.rows):
+            for c in range(matrix.cols):
+                entry = matrix[r, c]
+                symbols = entry.free_symbols
+                if parametric_only and not symbols:
+                    continue
+                where = f"{key}[{r}][{c}]"
+                try:
+                    value = evaluate(entry, values)
+                except EvaluationError as error:
+                    raise SpecError(source, where, f"{entry} has no finite value{_where(values, symbols)}: {error}") from None
+                if abs(value.imag) > 1e-12 * abs(value):
+                    raise SpecError(source, where, f"{entry} is not real{_where(values, symbols)}: {value:.6g}")
+                size = abs(value.real)
+                if size > high or 0 < size < low:
+                    raise SpecError(
+                        source, where, f"{entry} = {value.real:.6g}{_where(values, symbols)} is outside the range {low:g} to {high:g} in size"
+                    )
+    if all(evaluate(entry, values) == 0 for entry in targets):
+        raise SpecError(source, "data.targets", f"every target is zero{_where(values, targets.free_symbols)}: there is nothing to learn")
+    if all(evaluate(entry, values) == 0 for entry in inputs):
+        raise SpecError(source, "data.inputs", f"every input is zero{_where(values, inputs.free_symbols)}: there is nothing to learn from")
+
+
+def _check_networks_learn(inputs, targets, networks, values, source):
+    """Refuse a network none of whose pathways sees a correlation between its inputs and its
+    outputs (every Sigma_yx(p) is zero for all parameter values): it has no modes to learn."""
+    x = [[evaluate(inputs[r, c], values).real for c in range(inputs.cols)] for r in range(inputs.rows)]
+    y = [[evaluate(targets[r, c], values).real for c in range(targets.cols)] for r in range(targets.rows)]
+
+    def correlated(pathway):
+        numeric = any(
+            sum(y[n][o] * x[n][i] for n in pathway.active) != 0 for o in pathway.outputs for i in pathway.inputs
+        )
+        if numeric:
+            return True
+        rows = list(pathway.active)
+        product = targets.extract(rows, list(pathway.outputs)).T * inputs.extract(rows, list(pathway.inputs))
+        return any(sympy.expand(entry) != 0 for entry in product)
+
+    for network in networks:
+        if not any(correlated(p) for p in network.pathways):
+            raise SpecError(
+                source, f"network[{network.name}].pathway",
+                "no pathway sees a correlation between its inputs and its outputs (every Sigma_yx is zero): nothing to learn",
+            )
 
 
 def _require_table(value, source, key):
@@ -192,17 +291,28 @@ def _read_parameters(table, source):
     _require_table(table, source, "parameters")
     defaults: dict[sympy.Symbol, float] = {}
     symbols: dict[str, sympy.Symbol] = {}
-    reserved = set(ALLOWED_FUNCTIONS) | set(ALLOWED_CONSTANTS) | {"t", "tau"}
+    reserved = set(ALLOWED_FUNCTIONS) | set(ALLOWED_CONSTANTS) | RESERVED_NAMES
+    given: dict[str, str] = {}
     for name, value in table.items():
         key = f"parameters.{name}"
-        if not name.isidentifier() or keyword.iskeyword(name) or name in reserved:
-            raise SpecError(source, key, "parameter names must be identifiers other than function names, t and tau")
+        # expressions are read by Python's parser, which folds identifiers to NFKC: so do names
+        normal = unicodedata.normalize("NFKC", str(name))
+        folded = "" if normal == name else f" ({name!r} is {normal!r} after Unicode NFKC normalisation)"
+        if not normal.isidentifier() or keyword.iskeyword(normal) or normal in reserved or normal.startswith(GENERATED_PREFIXES):
+            raise SpecError(
+                source, key,
+                "parameter names must be identifiers other than function names, constants, t, tau and the "
+                f"derivation's state names (a_, a0_, b_, b0_ ...){folded}",
+            )
+        if normal in given:
+            raise SpecError(source, key, f"collides with parameter {given[normal]!r}{folded}")
         number = float(exact_number(value, source, key))
         if number <= 0:
             raise SpecError(source, key, f"default {value} must be positive (parameters are positive reals)")
-        symbol = sympy.Symbol(name, positive=True)
+        symbol = sympy.Symbol(normal, positive=True)
         defaults[symbol] = number
-        symbols[name] = symbol
+        symbols[normal] = symbol
+        given[normal] = name
     return defaults, symbols
 
 
@@ -211,9 +321,13 @@ def _read_matrix(rows, symbols, source, key):
         raise SpecError(source, key, "expected a non-empty list of rows")
     width = None
     matrix = []
+    entries = 0
     for r, row in enumerate(rows):
         if not isinstance(row, list) or not row:
             raise SpecError(source, f"{key}[{r}]", "expected a non-empty list of numbers or expressions")
+        entries += len(row)
+        if entries > MAX_DATA_ENTRIES:
+            raise SpecError(source, key, f"more than {MAX_DATA_ENTRIES} entries")
         if width is None:
             width = len(row)
         elif len(row) != width:
@@ -248,9 +362,11 @@ def _read_data(table, symbols, source):
     return inputs, targets, contexts
 
 
-def _positive_int(value, source, key):
+def _positive_int(value, source, key, limit=None):
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise SpecError(source, key, f"expected a positive integer, got {value!r}")
+    if limit is not None and value > limit:
+        raise SpecError(source, key, f"{value} is above the limit of {limit}")
     return value
 
 
@@ -260,13 +376,15 @@ def _read_training(table, source):
     settings = dict(TRAINING_DEFAULTS)
     for key, value in table.items():
         where = f"training.{key}"
-        if key in ("learning_rate", "init_scale"):
+        if key in NUMBER_LIMITS:
             number = float(exact_number(value, source, where))
             if number <= 0:
                 raise SpecError(source, where, f"must be positive, got {value}")
+            if number > NUMBER_LIMITS[key]:
+                raise SpecError(source, where, f"{value} is above the limit of {NUMBER_LIMITS[key]:g}")
             settings[key] = number
         else:
-            settings[key] = _positive_int(value, source, where)
+            settings[key] = _positive_int(value, source, where, INTEGER_LIMITS[key])
     return Training(**settings)
 
 
@@ -288,6 +406,8 @@ def _index_list(value, bound, source, key, what):
 def _read_networks(entries, num_datapoints, num_inputs, num_outputs, training, source):
     if not isinstance(entries, list):
         raise SpecError(source, "network", "expected an array of tables [[network]]")
+    if len(entries) > MAX_NETWORKS:
+        raise SpecError(source, "network", f"{len(entries)} networks; the limit is {MAX_NETWORKS}")
     networks = []
     for k, entry in enumerate(entries):
         _require_table(entry, source, f"network[{k}]")
@@ -300,6 +420,8 @@ def _read_networks(entries, num_datapoints, num_inputs, num_outputs, training, s
         raw_pathways = entry.get("pathway", [])
         if not isinstance(raw_pathways, list) or not raw_pathways:
             raise SpecError(source, f"network[{name}].pathway", "a network needs at least one [[network.pathway]]")
+        if len(raw_pathways) > MAX_PATHWAYS:
+            raise SpecError(source, f"network[{name}].pathway", f"{len(raw_pathways)} pathways; the limit is {MAX_PATHWAYS}")
         default_units = max(1, training.hidden_units // len(raw_pathways))
         pathways = []
         for j, raw in enumerate(raw_pathways):
@@ -317,8 +439,8 @@ def _read_networks(entries, num_datapoints, num_inputs, num_outputs, training, s
                     active=_index_list(raw.get("active", list(range(num_datapoints))), num_datapoints, source, f"{prefix}.active", "datapoint"),
                     inputs=_index_list(raw.get("inputs", list(range(num_inputs))), num_inputs, source, f"{prefix}.inputs", "input feature"),
                     outputs=_index_list(raw.get("outputs", list(range(num_outputs))), num_outputs, source, f"{prefix}.outputs", "target feature"),
-                    hidden_layers=_positive_int(raw.get("hidden_layers", 1), source, f"{prefix}.hidden_layers"),
-                    units=_positive_int(raw.get("units", default_units), source, f"{prefix}.units"),
+                    hidden_layers=_positive_int(raw.get("hidden_layers", 1), source, f"{prefix}.hidden_layers", MAX_HIDDEN_LAYERS),
+                    units=_positive_int(raw.get("units", default_units), source, f"{prefix}.units", MAX_UNITS),
                 )
             )
         networks.append(Network(name=name, pathways=tuple(pathways)))

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Sequence
 import sympy
 from sympy.polys.matrices import DomainMatrix
 
-from .modes import vanishes
+from .modes import has_parametric_radicals, tidy, vanishes
 
 if TYPE_CHECKING:
     from .derivation import NetworkDerivation
@@ -34,7 +34,10 @@ def domain_matrix(matrix) -> DomainMatrix:
             return DomainMatrix.from_list_sympy(rows, cols, matrix.tolist(), extension=True)
         except (sympy.polys.polyerrors.PolynomialError, NotImplementedError, ValueError):
             pass
-    return DomainMatrix.from_Matrix(matrix)
+    result = DomainMatrix.from_Matrix(matrix)
+    # EX cancels after every operation, which takes minutes on parametric radicals; EXRAW keeps
+    # the raw expressions, and whether a result vanishes is decided once, by ``vanishes``.
+    return result.convert_to(sympy.EXRAW) if result.domain == sympy.EX else result
 
 
 def product(*matrices: DomainMatrix) -> DomainMatrix:
@@ -42,7 +45,7 @@ def product(*matrices: DomainMatrix) -> DomainMatrix:
     try:
         unified = matrices[0].unify(*matrices[1:])
     except (sympy.polys.polyerrors.UnificationFailed, sympy.polys.polyerrors.CoercionFailed, NotImplementedError):
-        unified = [m.convert_to(sympy.EX) for m in matrices]
+        unified = [m.convert_to(sympy.EXRAW) for m in matrices]
     result = unified[0]
     for m in unified[1:]:
         result = result * m
@@ -59,7 +62,7 @@ def inner(first: DomainMatrix, second: DomainMatrix) -> sympy.Expr:
     try:
         a, b = first.unify(second)
     except (sympy.polys.polyerrors.UnificationFailed, sympy.polys.polyerrors.CoercionFailed, NotImplementedError):
-        a, b = first.convert_to(sympy.EX), second.convert_to(sympy.EX)
+        a, b = first.convert_to(sympy.EXRAW), second.convert_to(sympy.EXRAW)
     domain = a.domain
     total = domain.zero
     for row_a, row_b in zip(a.to_list(), b.to_list()):
@@ -187,7 +190,7 @@ class Symmetry:
                 scaled = sympy.zeros(len(pd.pathway.outputs), len(pd.pathway.inputs))
                 for mode in modes:
                     scaled += mode.u_raw * mode.v_raw.T / mode.raw_norm2
-                variance = sympy.expand(sum((m.d for m in modes), sympy.Integer(0)) / len(modes))
+                variance = tidy(sum((m.d for m in modes), sympy.Integer(0)) / len(modes))
                 classes.append(SingularClass(tuple(group), modes[0].s, domain_matrix(scaled), variance))
             result.append(tuple(classes))
         return tuple(result)
@@ -210,9 +213,9 @@ class Symmetry:
             a_in = entries(product(v_p.transpose(), self.correlation(q, p).transpose(), v_q))
             s2_p = [m.s**2 for m in d.pathways[p].modes]
             s2_q = [m.s**2 for m in modes_q]
-            outputs.append(sympy.expand(sum(a_out[k][l] ** 2 * scale_p[k] * scale_q[l] for k in range(len(scale_p)) for l in range(len(scale_q)))))
+            outputs.append(tidy(sum(a_out[k][l] ** 2 * scale_p[k] * scale_q[l] for k in range(len(scale_p)) for l in range(len(scale_q)))))
             inputs.append(
-                sympy.expand(sum(a_in[k][l] ** 2 * scale_p[k] * scale_q[l] / (s2_p[k] * s2_q[l]) for k in range(len(scale_p)) for l in range(len(scale_q))))
+                tidy(sum(a_in[k][l] ** 2 * scale_p[k] * scale_q[l] / (s2_p[k] * s2_q[l]) for k in range(len(scale_p)) for l in range(len(scale_q))))
             )
         return outputs, inputs
 
@@ -314,7 +317,10 @@ class Symmetry:
                         jp_reference = [self._class_position(members[0], p, j) for j in range(len(classes_p))]
                         for j, (x, c) in enumerate(zip(projections, classes_p)):
                             value = x / (source_s * c.s * c.multiplicity)
-                            value = sympy.factor(sympy.cancel(value)) if value.free_symbols else sympy.expand(value)
+                            if not value.free_symbols:
+                                value = sympy.expand(value)
+                            elif not has_parametric_radicals(value):
+                                value = sympy.factor(sympy.cancel(value))
                             j_reference = jp_reference[j]
                             if j_reference is None:
                                 return f"pathway {names[p]!r} has no class matching its group's"

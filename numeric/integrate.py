@@ -1,12 +1,17 @@
-"""Integration of race ODEs with diffrax (Tsit5; these ODEs are not stiff)."""
+"""Integration of race ODEs with diffrax (Tsit5).
+
+These ODEs are not stiff while they learn; near a minimum an explicit solver is held at its
+stability limit (steps of about ``tau / s``), so long horizons are read off with an early stop
+(:func:`numeric.race.ode_race`) rather than integrated step by step."""
 
 from __future__ import annotations
 
 import diffrax
 import jax.numpy as jnp
+import numpy as np
 
 
-def integrate_ode(f, y0, ts, args, rtol: float = 1e-10, atol: float = 1e-14, max_steps: int = 1_000_000):
+def integrate_ode(f, y0, ts, args, rtol: float = 1e-10, atol: float = 1e-14, max_steps: int = 1_000_000, dtmax: float | None = None):
     """Solve ``dy/dt = f(t, y, args)`` from ``y0`` at ``ts[0]``; returns ``y`` at every ``ts`` (rows)."""
     ts = jnp.asarray(ts, dtype=jnp.float64)
     solution = diffrax.diffeqsolve(
@@ -18,7 +23,53 @@ def integrate_ode(f, y0, ts, args, rtol: float = 1e-10, atol: float = 1e-14, max
         y0=jnp.asarray(y0, dtype=jnp.float64),
         args=args,
         saveat=diffrax.SaveAt(ts=ts),
-        stepsize_controller=diffrax.PIDController(rtol=rtol, atol=atol),
+        stepsize_controller=diffrax.PIDController(rtol=rtol, atol=atol, dtmax=None if dtmax is None else jnp.float64(dtmax)),
         max_steps=max_steps,
     )
     return solution.ys
+
+
+_STEPS_PER_SEGMENT = 1024
+
+
+def solver_steps(f, y0, t0, t1, args, rtol: float = 1e-10, atol: float = 1e-14, steps: int = _STEPS_PER_SEGMENT, dtmax: float | None = None):
+    """Up to ``steps`` accepted Tsit5 steps of ``dy/dt = f(t, y, args)`` from ``y0`` at ``t0``
+    towards ``t1``: ``(ts, ys)`` at the end of every accepted step (numpy, finite rows only).
+
+    The step sequence depends only on ``f``, ``y0``, ``t0`` and the tolerances, never on
+    ``t1`` beyond clipping the last step at it, so quantities read off these steps do not
+    depend on the horizon. Call again from the last row to continue."""
+    solution = diffrax.diffeqsolve(
+        diffrax.ODETerm(f),
+        diffrax.Tsit5(),
+        t0=jnp.float64(t0),
+        t1=jnp.float64(t1),
+        dt0=None,
+        y0=jnp.asarray(y0, dtype=jnp.float64),
+        args=args,
+        saveat=diffrax.SaveAt(steps=True),
+        stepsize_controller=diffrax.PIDController(rtol=rtol, atol=atol, dtmax=None if dtmax is None else jnp.float64(dtmax)),
+        max_steps=steps,
+        throw=False,
+    )
+    ts = np.asarray(solution.ts)
+    keep = np.isfinite(ts)
+    failed = not (solution.result == diffrax.RESULTS.successful or solution.result == diffrax.RESULTS.max_steps_reached)
+    return ts[keep], np.asarray(solution.ys)[keep], failed
+
+
+def integrate_to(f, y0, t0, t1, args, rtol: float = 1e-10, atol: float = 1e-14, max_steps: int = 100_000, dtmax: float | None = None):
+    """``y(t1)`` of ``dy/dt = f(t, y, args)`` from ``y0`` at ``t0`` (one Tsit5 solve)."""
+    solution = diffrax.diffeqsolve(
+        diffrax.ODETerm(f),
+        diffrax.Tsit5(),
+        t0=jnp.float64(t0),
+        t1=jnp.float64(t1),
+        dt0=None,
+        y0=jnp.asarray(y0, dtype=jnp.float64),
+        args=args,
+        saveat=diffrax.SaveAt(t1=True),
+        stepsize_controller=diffrax.PIDController(rtol=rtol, atol=atol, dtmax=None if dtmax is None else jnp.float64(dtmax)),
+        max_steps=max_steps,
+    )
+    return solution.ys[-1]

@@ -1,16 +1,183 @@
-"""Numbers from a :class:`derive.NetworkDerivation`: strengths, loss curves, crossing times."""
+"""Numbers from a :class:`derive.NetworkDerivation`: strengths, loss curves, crossing times.
+
+Crossing times of predictions are solved on the dynamics, never read off a sampling grid
+(:meth:`CompiledNetwork.race`, :func:`ode_race`); seeds enter as ``log a0`` so that init scales
+whose ``a0 = units init^2 / 2`` underflows still give the right answer. :func:`crossing_time`
+stays for sampled curves (trained networks)."""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from functools import cached_property
 
 import jax
 import jax.numpy as jnp
+import numpy as np
+import sympy
+from scipy.optimize import brentq
 
 from derive.derivation import TAU, TIME, NetworkDerivation
 
 from .compile import compile_expressions, generate_ode_function
-from .integrate import integrate_ode
+from .integrate import integrate_ode, integrate_to, solver_steps
+
+#: brentq's relative tolerance on crossing times (its floor is 4 machine epsilons)
+CROSSING_RTOL = 1e-13
+#: an ODE race stops before its horizon once the loss is this close (relative to the initial
+#: loss) to the least loss the network can reach: the loss decreases monotonically, so it stays
+#: within this of its value there until the horizon
+SETTLED_TOLERANCE = 1e-10
+#: accepted solver steps an ODE race may take before it gives up short of its horizon
+STEP_BUDGET = 200_000
+
+
+def log_mode_strength(s, d, log_a0, t, tau):
+    """:func:`derive.formulas.mode_strength` with ``a0 = exp(log_a0)``, for seeds below float range.
+
+    ``mode_strength = (s/d) / (1 + c e^(-x))`` with ``c = s/(d a0) - 1`` and ``x = 2 s t / tau``.
+    With ``r = log(s/d) - log a0``, ``c = expm1(r)``; for ``r > 0``, ``log c = r + log(-expm1(-r))``,
+    so ``c e^(-x) = exp(r + log(-expm1(-r)) - x)`` is formed without ``a0`` or ``s/(d a0)``, which
+    underflow or overflow for ``a0`` near or below 1e-308. For ``r <= 0`` (``a0 >= s/d``), ``c`` lies
+    in ``(-1, 0]`` and is used as it is. Where ``c e^(-x)`` overflows the strength is 0, which is
+    ``s/d`` times less than ``e^-709``."""
+    ratio = s / d
+    r = jnp.log(ratio) - log_a0
+    x = 2 * s * t / tau
+    positive = r > 0
+    safe = jnp.where(positive, r, 1.0)
+    grows = jnp.exp(safe + jnp.log(-jnp.expm1(-safe)) - x)
+    shrinks = jnp.expm1(jnp.where(positive, 0.0, r)) * jnp.exp(-x)
+    return ratio / (1 + jnp.where(positive, grows, shrinks))
+
+
+def mode_crossing_time(s, d, log_a0, tau, strength, xp=np):
+    """The epoch at which a lone depth-2 mode reaches ``strength`` (between ``a0`` and ``s/d``):
+    :func:`log_mode_strength` inverted, ``t = tau/(2 s) (log c - log(s/(d strength) - 1))``.
+    At ``strength = s/(2d)`` this is :func:`derive.formulas.mode_half_time`."""
+    r = xp.log(s / d) - log_a0
+    log_c = r + xp.log(-xp.expm1(-r)) if r > 0 else xp.log(-xp.expm1(r))
+    log_target = xp.log(s / (d * strength) - 1) if r > 0 else xp.log(1 - s / (d * strength))
+    return tau / (2 * s) * (log_c - log_target)
+
+
+@dataclass
+class RaceResult:
+    """When a network's predicted loss crosses fractions of its initial loss.
+
+    ``crossings[f]`` is the epoch at which the loss first falls to ``f`` times the initial loss,
+    ``None`` when that is not within ``horizon`` and NaN when the prediction is not finite;
+    ``final_loss`` is the loss at the horizon over the initial loss (NaN when not finite).
+    ``stopped_at`` is set when an ODE could not be followed to the horizon (step budget spent
+    without settling, solver failure, a loss that stops being finite): crossings after it are
+    unknown (``None``), ``final_loss`` is read there, and ``notes`` says why."""
+
+    initial_loss: float
+    crossings: dict
+    final_loss: float
+    horizon: float
+    stopped_at: float | None = None
+    notes: list = field(default_factory=list)
+
+
+def monotone_crossing(loss_at: Callable[[float], float], level: float, scale: float, horizon: float):
+    """First ``t`` in ``[0, horizon]`` with ``loss_at(t) = level``, for a loss that decreases
+    monotonically from ``loss_at(0) > level``: bracketed by doubling from ``scale``, then brentq.
+    ``None`` when the loss is still above ``level`` at the horizon, NaN when it is not finite."""
+    low, high = 0.0, min(max(scale, 1e-300), horizon)
+    while True:
+        value = loss_at(high)
+        if not math.isfinite(value):
+            return math.nan
+        if value <= level:
+            break
+        if high >= horizon:
+            return None
+        low, high = high, min(2 * high, horizon)
+    if value == level:
+        return high
+    return brentq(lambda t: loss_at(t) - level, low, high, xtol=1e-300, rtol=CROSSING_RTOL, maxiter=500)
+
+
+def ode_race(f, y0, t0: float, args, loss_of_state, initial_loss: float, fractions: Sequence[float], horizon: float,
+             minimum_loss=None, rtol: float = 1e-10, atol: float = 1e-14, budget: int = STEP_BUDGET,
+             dtmax: float | None = None) -> RaceResult:
+    """Crossings of ``fractions * initial_loss`` by the loss along ``dy/dt = f(t, y, args)`` from
+    ``y0`` at ``t0``, with no sampling grid.
+
+    Tsit5 runs in segments of accepted steps (:func:`numeric.integrate.solver_steps`); the loss
+    at each step end brackets a crossing within one step, and brentq solves it on fresh solves
+    from that step's start, so each crossing is as exact as the solver's tolerances. The step
+    sequence does not depend on the horizon, hence neither do the crossings. The loss of a
+    gradient flow decreases monotonically, so the run stops before the horizon once the loss is
+    within ``SETTLED_TOLERANCE * initial_loss`` of ``minimum_loss`` (the least loss the network can
+    reach: a number, ``None`` if unknown, or a function computing it when first needed) and every
+    pending level lies below that least loss; explicit solvers crawl at their stability limit near
+    a minimum, which would make long horizons unaffordable otherwise."""
+    result = RaceResult(float(initial_loss), {}, math.nan, float(horizon))
+    if not (math.isfinite(initial_loss) and initial_loss > 0):
+        result.crossings = {fraction: math.nan for fraction in fractions}
+        result.notes.append("the initial loss is not finite and positive")
+        return result
+    pending = {fraction: fraction * initial_loss for fraction in fractions}
+    least = [minimum_loss] if not callable(minimum_loss) else []
+
+    def minimum():
+        if not least:
+            least.append(minimum_loss())
+        return least[0]
+
+    t, y, steps = float(t0), np.asarray(y0, dtype=np.float64), 0
+    loss = float(loss_of_state(jnp.asarray(y)[None])[0])
+    while t < horizon:
+        ts, ys, failed = solver_steps(f, y, t, horizon, args, rtol, atol, dtmax=dtmax)
+        losses = np.asarray(loss_of_state(jnp.asarray(ys))) if len(ts) else np.zeros(0)
+        bad = ~np.isfinite(losses)
+        if failed or bad.any():
+            cut = int(np.argmax(bad)) if bad.any() else len(ts)
+            ts, ys, losses = ts[:cut], ys[:cut], losses[:cut]
+        for fraction, level in list(pending.items()):
+            below = np.nonzero(losses <= level)[0]
+            if len(below) == 0:
+                continue
+            i = int(below[0])
+            t_start, y_start = (t, y) if i == 0 else (float(ts[i - 1]), ys[i - 1])
+
+            def excess(time, t_start=t_start, y_start=y_start, level=level):
+                if time <= t_start:
+                    return float(loss_of_state(jnp.asarray(y_start)[None])[0]) - level
+                state = integrate_to(f, y_start, t_start, time, args, rtol, atol, dtmax=dtmax)
+                return float(loss_of_state(state[None])[0]) - level
+
+            end = float(ts[i])
+            result.crossings[fraction] = end if losses[i] == level else brentq(excess, t_start, end, xtol=1e-300, rtol=CROSSING_RTOL, maxiter=500)
+            pending.pop(fraction)
+        if len(ts):
+            t, y, loss = float(ts[-1]), ys[-1], float(losses[-1])
+            steps += len(ts)
+        if bad.any():
+            result.notes.append(f"the predicted loss is not finite after epoch {t:.6g}")
+            result.stopped_at = t
+            loss = math.nan
+            break
+        if failed:
+            result.notes.append(f"the solver failed at epoch {t:.6g}")
+            result.stopped_at = t
+            break
+        if t >= horizon:
+            break
+        if minimum() is not None and loss - minimum() <= SETTLED_TOLERANCE * initial_loss and all(level < minimum() for level in pending.values()):
+            break  # settled: within the tolerance of the least loss, and the pending levels lie below it
+        if steps >= budget:
+            result.stopped_at = t
+            result.notes.append(f"stopped after {steps} solver steps at epoch {t:.6g}, short of the horizon")
+            break
+    for fraction in pending:
+        result.crossings[fraction] = None
+    result.crossings = {fraction: result.crossings[fraction] for fraction in fractions}
+    result.final_loss = loss / initial_loss
+    return result
 
 
 class CompiledNetwork:
@@ -74,6 +241,126 @@ class CompiledNetwork:
     def loss_curve(self, ts, a0, tau, values):
         """Predicted loss at times ``ts`` (epochs)."""
         return self.loss_of_strengths(self.strengths(ts, a0, tau, values), values)
+
+    # --- seeds as logarithms; crossing times without a grid ---------------------------------
+    @cached_property
+    def _logistic_values(self):
+        d = self.derivation
+        if d.cross_correlations:
+            coupling = d.group_reduction.coupling
+            variances = [coupling[d.group_variable(ref), d.group_variable(ref)] for ref in d.mode_refs]
+        else:
+            variances = [d.mode(ref).d for ref in d.mode_refs]
+        return compile_expressions([*[d.mode(ref).s for ref in d.mode_refs], *variances], list(self.parameters), "logistic_values")
+
+    def logistic_parameters(self, values, tau: float = 1.0):
+        """``(s, d)`` per mode with ``a_k(t) = formulas.mode_strength(s_k, d_k, a0_k, t, tau)`` the
+        closed forms: ``d`` is the mode's input variance, or for interacting symmetric pathways the
+        diagonal of the group coupling (as :attr:`derive.derivation.NetworkDerivation.closed_forms`).
+        Checked against the compiled closed forms themselves at a representable seed, so that
+        the log-space evaluation can never drift from the derivation."""
+        count = len(self.derivation.mode_refs)
+        flat = np.asarray(self._logistic_values(*values), dtype=np.float64)
+        s, d = flat[:count], flat[count:]
+        if np.all(np.isfinite(s / d)) and np.all(s > 0) and np.all(d > 0):
+            a0 = s / d * 1e-3
+            ts = jnp.array([0.0, 3.0 * tau / np.max(s), 5.0 * tau / np.min(s)])
+            expected = np.asarray(self.strengths(ts, a0, tau, values))
+            got = np.asarray(log_mode_strength(s, d, np.log(a0), np.asarray(ts)[:, None], tau))
+            if not np.allclose(got, expected, rtol=1e-8, atol=0.0):
+                raise RuntimeError(f"{self.derivation.network.name}: closed forms are not formulas.mode_strength in the (s, d) read off the derivation")
+        return s, d
+
+    @cached_property
+    def log_ode(self):
+        """``f(t, y, args)`` of the race ODE in ``y_k = log a_k``: ``dy_k/dt = (da_k/dt) / a_k``,
+        divided and rewritten with ``a = exp(y)`` symbolically, so ``a^(2-2/D) / a`` becomes
+        ``exp((1-2/D) y)`` and nothing underflows for seeds far below float range. Exact: no
+        linearisation and no shift in time."""
+        d = self.derivation
+        logs = [sympy.Symbol(f"y_{k}", real=True) for k in range(len(d.strengths))]
+        as_exp = {a: sympy.exp(y) for a, y in zip(d.strengths, logs)}
+        rates = [(rate / a).xreplace(as_exp) for rate, a in zip(d.rates, d.strengths)]
+        return generate_ode_function(rates, logs, (TAU, *self.parameters), f"log_race_{d.network.name}")
+
+    @cached_property
+    def _loss_at_time(self):
+        def loss(t, s, d, log_a0, tau, values):
+            a = log_mode_strength(s, d, log_a0, t, tau)
+            return self._loss_of_strengths(*[a[k] for k in range(a.shape[0])], *values)
+
+        return jax.jit(loss)
+
+    @cached_property
+    def _loss_of_logs(self):
+        return jax.jit(jax.vmap(lambda y, values: self._loss_of_strengths(*[jnp.exp(y[k]) for k in range(y.shape[0])], *values), in_axes=(0, None)))
+
+    def strengths_from_log(self, ts, log_a0, tau, values):
+        """Mode strengths at ``ts`` from ``log a0``: the closed forms in log space
+        (:func:`log_mode_strength`), or the race ODE integrated in ``log a`` (:attr:`log_ode`)."""
+        ts = jnp.asarray(ts, dtype=jnp.float64)
+        log_a0 = jnp.asarray(log_a0, dtype=jnp.float64)
+        if self.uses_closed_form:
+            s, d = self.logistic_parameters(values, tau)
+            return log_mode_strength(jnp.asarray(s), jnp.asarray(d), log_a0, ts[:, None], tau)
+        return jnp.exp(integrate_ode(self.log_ode, log_a0, ts, (jnp.float64(tau), *[jnp.float64(v) for v in values])))
+
+    def loss_curve_from_log(self, ts, log_a0, tau, values):
+        """Predicted loss at ``ts`` with seeds given as ``log a0`` (see :meth:`strengths_from_log`)."""
+        return self.loss_of_strengths(self.strengths_from_log(ts, log_a0, tau, values), values)
+
+    def minimum_loss(self, values) -> float | None:
+        """The least loss of the quadratic ``L(a)`` when its minimiser has every ``a_k > 0`` (where a
+        flow from positive seeds ends), else ``None``."""
+        count = len(self.derivation.mode_refs)
+        values = tuple(float(v) for v in values)
+
+        def loss(a):
+            return self._loss_of_strengths(*[a[k] for k in range(count)], *values)
+
+        zero = jnp.zeros(count)
+        gradient, hessian = np.asarray(jax.grad(loss)(zero)), np.asarray(jax.hessian(loss)(zero))
+        if not (np.all(np.isfinite(gradient)) and np.all(np.isfinite(hessian))):
+            return None
+        best = np.linalg.lstsq(hessian, -gradient, rcond=None)[0]
+        return float(loss(jnp.asarray(best))) if np.all(best > 0) else None
+
+    def race(self, log_a0, tau, values, horizon: float, fractions: Sequence[float] = (0.5, 0.1)) -> RaceResult:
+        """Epochs at which the predicted loss falls to ``fractions`` of its initial loss, and the
+        loss at ``horizon``, from seeds ``log a0`` and without a sampling grid.
+
+        Closed forms: the loss is a function of ``t`` through the logistics (:func:`log_mode_strength`)
+        and decreases monotonically, so each crossing is bracketed by doubling from the natural
+        time scale ``min_k tau/(2 s_k) max(1, log(s_k/(d_k a0_k)))`` and solved by brentq to
+        relative ``CROSSING_RTOL``; exact for any horizon and any seed. Race ODE: integrated in
+        ``log a`` (:attr:`log_ode`) and read off by :func:`ode_race`."""
+        values = tuple(float(v) for v in values)
+        log_a0 = np.asarray(log_a0, dtype=np.float64)
+        horizon = float(horizon)
+        if not self.uses_closed_form:
+            loss_of_state = lambda ys: self._loss_of_logs(ys, values)
+            initial = float(loss_of_state(jnp.asarray(log_a0)[None])[0])
+            return ode_race(self.log_ode, log_a0, 0.0, (jnp.float64(tau), *[jnp.float64(v) for v in values]), loss_of_state,
+                            initial, fractions, horizon, lambda: self.minimum_loss(values))
+        s, d = self.logistic_parameters(values, tau)
+        s_j, d_j, log_j = jnp.asarray(s), jnp.asarray(d), jnp.asarray(log_a0)
+
+        def loss_at(t):
+            return float(self._loss_at_time(jnp.float64(t), s_j, d_j, log_j, jnp.float64(tau), values))
+
+        initial = loss_at(0.0)
+        result = RaceResult(initial, {}, loss_at(horizon) / initial if initial > 0 else math.nan, horizon)
+        if not (math.isfinite(initial) and initial > 0 and math.isfinite(result.final_loss)):
+            result.crossings = {fraction: math.nan for fraction in fractions}
+            result.final_loss = math.nan
+            result.notes.append("the predicted loss is not finite")
+            return result
+        with np.errstate(divide="ignore", invalid="ignore"):
+            scale = float(np.min(tau / (2 * s) * np.maximum(1.0, np.log(s / d) - log_a0)))
+        if not (math.isfinite(scale) and scale > 0):
+            scale = float(tau)
+        result.crossings = {fraction: monotone_crossing(loss_at, fraction * initial, scale, horizon) for fraction in fractions}
+        return result
 
 
 @jax.jit

@@ -2,17 +2,33 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+
+from derive.errors import SpecError
 
 from .context_figures import figure3, figure4, figure5
 from .figure2 import figure2
 
 FIGURES = {"figure2": figure2, "figure3": figure3, "figure4": figure4, "figure5": figure5}
 
-__all__ = ["FIGURES", "figure2", "figure3", "figure4", "figure5", "regenerate"]
+__all__ = ["FIGURES", "figure2", "figure3", "figure4", "figure5", "output_folder", "regenerate"]
+
+
+def output_folder(out: Path) -> Path:
+    """Make the output folder (and its parents), or say in one line why it cannot be made."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise SpecError(str(out), "--out", "exists and is not a folder") from None
+    except OSError as error:
+        raise SpecError(str(out), "--out", f"cannot create folder: {error.strerror or error}") from None
+    if not os.access(out, os.W_OK | os.X_OK):
+        raise SpecError(str(out), "--out", "folder is not writable")
+    return out
 
 
 def regenerate(out: Path, quick: bool = False) -> list[Path]:
-    """Write every figure as PNG into ``out``; returns the paths written."""
-    out.mkdir(parents=True, exist_ok=True)
+    """Write every figure as PNG into ``out`` (each atomically); returns the paths written."""
+    output_folder(out)
     return [make(out, quick=quick) for make in FIGURES.values()]

@@ -24,6 +24,7 @@ from derive.spec import load_spec  # noqa: E402
 from numeric.race import CompiledNetwork, closed_form_maps  # noqa: E402
 from numeric.reduced_flow import loss_of_maps  # noqa: E402
 from verify.initial_conditions import expected_initial_strengths, pathway_initial_strengths  # noqa: E402
+from verify.files import save_figure  # noqa: E402
 from verify.models import TaskModels  # noqa: E402
 from verify.reports import epoch_grid, predicted_curve, race_report, simulate, theory_stride  # noqa: E402
 from verify.representations import classical_mds, hidden_layers  # noqa: E402
@@ -34,8 +35,7 @@ SECTION4 = EXAMPLES / "section4_context.toml"
 
 def _save(fig, out: Path, name: str) -> Path:
     fig.tight_layout()
-    path = out / name
-    fig.savefig(path, dpi=120)
+    path = save_figure(fig, out / name)
     plt.close(fig)
     return path
 

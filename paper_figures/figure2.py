@@ -20,6 +20,7 @@ from tqdm import tqdm  # noqa: E402
 from derive.crossover import crossovers  # noqa: E402
 from derive.spec import load_spec  # noqa: E402
 from numeric.race import crossing_time  # noqa: E402
+from verify.files import save_figure  # noqa: E402
 from verify.models import TaskModels  # noqa: E402
 from verify.reports import epoch_grid, predicted_relu_curves, simulate  # noqa: E402
 
@@ -78,7 +79,6 @@ def figure2(out: Path, quick: bool = False) -> Path:
     ax_e.legend(fontsize=6, ncol=2)
     fig.suptitle(task.title)
     fig.tight_layout()
-    path = out / "figure2.png"
-    fig.savefig(path, dpi=120)
+    path = save_figure(fig, out / "figure2.png")
     plt.close(fig)
     return path

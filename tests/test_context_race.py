@@ -26,6 +26,7 @@ def _race(capsys, name):
     return json.loads(capsys.readouterr().out)
 
 
+@pytest.mark.slow
 def test_section4_race_ranks_common_plus_2_first(capsys):
     report = _race(capsys, "section4_context.toml")
     assert report["winner"] == "common+2"
@@ -33,6 +34,7 @@ def test_section4_race_ranks_common_plus_2_first(capsys):
     assert all(n["dynamics"] == "reduced flow" for n in report["networks"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("contexts", [4, 5])
 def test_section5_race_ranks_common_plus_k_minus_1_first(capsys, contexts):
     report = _race(capsys, f"section5_k{contexts}.toml")
@@ -41,6 +43,7 @@ def test_section5_race_ranks_common_plus_k_minus_1_first(capsys, contexts):
     assert times[f"common+{contexts - 1}"] < min(t for name, t in times.items() if name != f"common+{contexts - 1}")
 
 
+@pytest.mark.slow
 def test_section4_verify_follows_common_plus_2_with_census_and_mds(capsys):
     assert main(["verify", str(EXAMPLES / "section4_context.toml"), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
@@ -120,7 +123,8 @@ def test_lone_pathway_closed_form_is_the_deep_linear_network_solution(scale, tar
     assert abs(sympy.N(residual.subs(point), 30)) < 1e-15
 
 
-@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@pytest.mark.slow
+@settings(max_examples=3, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.sampled_from(["hierarchy", "chain", "clusters"]), min_size=3, max_size=3))
 def test_derived_race_winner_is_the_fastest_trained_candidate(blocks):
     """Random small context tasks (4 items, 3 contexts): the race's ranking of common+1 and

@@ -131,6 +131,7 @@ def test_tied_singular_values_in_different_order_are_grouped():
     assert system.kind == "groups" and system.multiplicities == (2, 2)
 
 
+@pytest.mark.slow
 @settings(derandomize=True, deadline=None, max_examples=4)
 @given(
     blocks=st.lists(st.sampled_from(["hierarchy", "chain", "clusters"]), min_size=3, max_size=3),

@@ -9,10 +9,14 @@ import argparse
 import json
 import math
 import sys
+import warnings
 from pathlib import Path
 
 from derive.errors import GdlnError, SpecError
-from derive.expressions import parse_expression
+from derive.expressions import EvaluationError, evaluate, parse_expression
+from derive.spec import MAX_EPOCHS, MAX_SEEDS
+from verify.checks import GdlnWarning
+from verify.files import check_writable, finite_json, write_atomic
 
 
 class _Parser(argparse.ArgumentParser):
@@ -25,10 +29,13 @@ def _assignment(text: str) -> tuple[str, float]:
     name, sep, value = text.partition("=")
     if not sep or not name.strip():
         raise SpecError("--set", text, "expected NAME=VALUE")
-    number = float(parse_expression(value, {}, "--set", name.strip()))
-    if not math.isfinite(number) or number <= 0:
-        raise SpecError("--set", name.strip(), f"value {value!r} is not a positive finite number")
-    return name.strip(), number
+    try:
+        number = evaluate(parse_expression(value, {}, "--set", name.strip()))
+    except EvaluationError as error:
+        raise SpecError("--set", name.strip(), f"value {value!r} has no finite value: {error}") from None
+    if number.imag != 0 or not math.isfinite(number.real) or number.real <= 0:
+        raise SpecError("--set", name.strip(), f"value {value!r} is not a positive finite real number")
+    return name.strip(), number.real
 
 
 def _overrides(args) -> dict[str, float]:
@@ -43,7 +50,11 @@ def _load(args):
 
 def _emit(report: dict, as_json: bool, render) -> None:
     if as_json:
-        json.dump(report, sys.stdout, indent=2)
+        # strict JSON: a non-finite number becomes null, and the report lists where and what it was
+        clean, replaced = finite_json(report)
+        if replaced:
+            clean["non_finite"] = replaced
+        json.dump(clean, sys.stdout, indent=2, allow_nan=False)
         sys.stdout.write("\n")
     else:
         render(report)
@@ -195,10 +206,7 @@ def cmd_derive(args):
 
 
 def _write(path: str, text: str) -> None:
-    try:
-        Path(path).write_text(text)
-    except OSError as error:
-        raise SpecError(path, "output", f"cannot write: {error.strerror or error}") from None
+    write_atomic(path, text, "output")  # a temporary file, then os.replace: never a partial file
 
 
 def cmd_race(args):
@@ -214,9 +222,7 @@ def cmd_simulate(args):
     if args.model != "relu":
         task.network(args.model)
     if args.out:
-        parent = Path(args.out).resolve().parent
-        if not parent.is_dir():
-            raise SpecError(args.out, "--out", "folder does not exist")
+        check_writable(args.out, "--out")  # before training: a folder, or a folder that is missing
     report = simulate_report(task, args.model, _overrides(args), args.seeds, args.epochs, args.out)
     _emit(report, args.json, _render_simulate)
 
@@ -228,8 +234,9 @@ def cmd_verify(args):
 
 
 def cmd_figures(args):
-    from paper_figures import regenerate
+    from paper_figures import output_folder, regenerate
 
+    output_folder(Path(args.out))  # before any work: a folder that cannot be made is one line
     for path in regenerate(Path(args.out), quick=args.quick):
         print(path)
 
@@ -316,6 +323,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = with_spec("race", "rank the candidate networks and find crossovers")
     p.add_argument("--staged", action="store_true", help="also report the staged approximation (first pathway, then the rest on its residual) and its error")
+    p.add_argument("--strict", action="store_true", help="treat warnings (e.g. a learning rate that diverges) as errors")
     p.set_defaults(run=cmd_race)
 
     for name, help_text, run in (
@@ -328,6 +336,7 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--out", metavar="FILE.npz", help="write the loss curves")
         p.add_argument("--seeds", type=int, help="number of seeds (0, 1, ...)")
         p.add_argument("--epochs", type=int)
+        p.add_argument("--strict", action="store_true", help="treat warnings (e.g. a learning rate that diverges) as errors")
         p.set_defaults(run=run)
 
     p = with_spec("realizable", "can one ReLU unit without bias be on exactly at these datapoints?")
@@ -355,21 +364,48 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
-    for flag in ("seeds", "epochs"):
+    for flag, limit in (("seeds", MAX_SEEDS), ("epochs", MAX_EPOCHS)):
         value = getattr(args, flag, None)
         if value is not None and value < 1:
             print(f"gdln: error: --{flag} must be a positive integer, got {value}", file=sys.stderr)
             return 2
-    try:
-        args.run(args)
-    except GdlnError as error:
-        print(f"gdln: error: {error}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        return 130
-    except BrokenPipeError:  # output piped into a reader that stopped early
-        return 0
+        if value is not None and value > limit:
+            print(f"gdln: error: --{flag}: {value} is above the limit of {limit}", file=sys.stderr)
+            return 2
+    source = getattr(args, "spec", None) or "gdln"
+    # warnings are printed after the output, one line each, and only when the command succeeds
+    # (an error is always exactly one line); --strict makes gdln's own warnings errors
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        if getattr(args, "strict", False):
+            warnings.simplefilter("error", GdlnWarning)
+        try:
+            args.run(args)
+        except (GdlnError, GdlnWarning) as error:
+            print(f"gdln: error: {_one_line(error)}", file=sys.stderr)
+            return 2
+        except RecursionError:
+            print(f"gdln: error: {source}: input nested too deeply to process (RecursionError)", file=sys.stderr)
+            return 2
+        except (OverflowError, MemoryError) as error:
+            print(f"gdln: error: {source}: numbers or arrays too large: {type(error).__name__}: {_one_line(error)}", file=sys.stderr)
+            return 2
+        except KeyboardInterrupt:
+            return 130
+        except BrokenPipeError:  # output piped into a reader that stopped early
+            return 0
+    shown = set()
+    for warning in caught:
+        text = _one_line(warning.message)
+        if issubclass(warning.category, GdlnWarning) and text not in shown:
+            shown.add(text)
+            print(f"gdln: warning: {text}", file=sys.stderr)
     return 0
+
+
+def _one_line(error) -> str:
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    return " ".join(lines) or type(error).__name__
 
 
 if __name__ == "__main__":

@@ -10,6 +10,8 @@ gate ``[W1_i . x_n > 0]`` is on at every datapoint of ``p``; a unit that takes p
 
 from __future__ import annotations
 
+import math
+
 import jax.numpy as jnp
 
 from derive import formulas
@@ -49,3 +51,23 @@ def expected_initial_strengths(compiled: CompiledNetwork, init_scale: float) -> 
 def pathway_initial_strengths(network: Network, init_scale: float) -> jnp.ndarray:
     """``a0 = units * init_scale^2 / 2`` per pathway, for the exact reduced flow."""
     return jnp.array([formulas.expected_initial_strength(p.units, init_scale) for p in network.pathways])
+
+
+def log_expected_initial_strength(units: int, init_scale: float) -> float:
+    """``log a0`` of :func:`derive.formulas.expected_initial_strength`, ``log(units * init_scale^2 / 2)``,
+    written as ``log units + 2 log init_scale - log 2``: finite for init scales whose ``a0``
+    underflows (below about 1e-154 the square is under float range)."""
+    if init_scale <= 0:
+        return -math.inf
+    return math.log(units) + 2.0 * math.log(init_scale) - math.log(2.0)
+
+
+def expected_log_initial_strengths(compiled: CompiledNetwork, init_scale: float) -> jnp.ndarray:
+    """``log a0`` for every mode of ``compiled`` (see :func:`expected_initial_strengths`)."""
+    network = compiled.derivation.network
+    return jnp.array([log_expected_initial_strength(network.pathways[ref.pathway].units, init_scale) for ref in compiled.derivation.mode_refs])
+
+
+def pathway_log_initial_strengths(network: Network, init_scale: float) -> jnp.ndarray:
+    """``log a0`` per pathway, for the exact reduced flow (see :func:`pathway_initial_strengths`)."""
+    return jnp.array([log_expected_initial_strength(p.units, init_scale) for p in network.pathways])

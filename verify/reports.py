@@ -5,6 +5,7 @@ Expressions are SymPy ``str()`` text; values are floats at the current parameter
 
 from __future__ import annotations
 
+import io
 import math
 from itertools import combinations
 from typing import Mapping
@@ -18,11 +19,13 @@ from derive.crossover import crossovers
 from derive.errors import SpecError
 from derive.spec import Task
 from numeric.race import crossing_time
-from numeric.reduced_flow import loss_of_maps, staged_maps
+from numeric.reduced_flow import FlowTrajectory, loss_of_maps, staged_maps
 from numeric.training import gdln_layout, train_gdln, train_relu
 
-from .initial_conditions import expected_initial_strengths, pathway_initial_strengths, relu_initial_strengths
+from .checks import check_training_size, check_values
+from .initial_conditions import expected_log_initial_strengths, pathway_log_initial_strengths, relu_initial_strengths
 from .models import TaskModels
+from .files import write_atomic
 from .representations import gate_census, hidden_layers, mds_comparison
 
 
@@ -46,7 +49,8 @@ THEORY_POINTS = 1000
 
 
 def epoch_grid(epochs: int, stride: int = 1) -> jnp.ndarray:
-    return jnp.arange(0, epochs + 1, stride, dtype=jnp.float64)
+    """Epochs ``0, stride, 2 stride, ... <= epochs``; counted in integers, so exact for any ``epochs``."""
+    return jnp.asarray(np.arange(int(epochs) // int(stride) + 1, dtype=np.float64) * float(stride))
 
 
 def theory_stride(epochs: int) -> int:
@@ -170,15 +174,17 @@ def dynamics_kind(models: TaskModels, name: str) -> str:
 def predicted_curve(models: TaskModels, name: str, ts, values: Mapping, init_scale: float, tau: float | None = None) -> np.ndarray:
     """A network's loss curve with every pathway started from its width and the init scale:
     closed forms where derived, the race ODE otherwise, and the exact reduced flow where
-    interacting pathways have no closed form."""
+    interacting pathways have no closed form. Seeds enter as ``log a0``, so init scales whose
+    ``a0`` underflows still give the right curve."""
     task = models.task
     vector = _vector(task, values)
     tau = task.training.tau if tau is None else tau
     if models.uses_flow(name):
         flow = models.flow(name)
-        return np.asarray(flow.trajectory(ts, pathway_initial_strengths(flow.derivation.network, init_scale), tau, vector).loss)
+        log_a0 = pathway_log_initial_strengths(flow.derivation.network, init_scale)
+        return np.asarray(FlowTrajectory(flow, flow.solve(ts, None, tau, vector, log_a0=log_a0), vector).loss)
     compiled = models.compiled(name)
-    return np.asarray(compiled.loss_curve(ts, expected_initial_strengths(compiled, init_scale), tau, vector))
+    return np.asarray(compiled.loss_curve_from_log(ts, expected_log_initial_strengths(compiled, init_scale), tau, vector))
 
 
 def staged_report(models: TaskModels, name: str, ts, values: Mapping, exact_curve: np.ndarray) -> dict:
@@ -188,8 +194,8 @@ def staged_report(models: TaskModels, name: str, ts, values: Mapping, exact_curv
     staged = models.staged(name)
     vector = _vector(task, values)
     init_scale = task.training.init_scale
-    a0 = {p.name: float(a) for p, a in zip(staged.network.pathways, pathway_initial_strengths(staged.network, init_scale))}
-    curve = np.asarray(loss_of_maps(models.flow(name), staged_maps(staged, ts, a0, task.training.tau, vector), vector))
+    a0 = {p.name: float(a) for p, a in zip(staged.network.pathways, pathway_log_initial_strengths(staged.network, init_scale))}
+    curve = np.asarray(loss_of_maps(models.flow(name), staged_maps(staged, ts, a0, task.training.tau, vector, log=True), vector))
     second = staged.second_stage
     return {
         "first": staged.first.name,
@@ -201,32 +207,64 @@ def staged_report(models: TaskModels, name: str, ts, values: Mapping, exact_curv
 
 
 def race_report(task: Task, overrides: Mapping[str, float] | None = None, models: TaskModels | None = None, staged: bool = False) -> dict:
-    """Rank the candidate networks by their predicted time to learn, and find crossovers."""
+    """Rank the candidate networks by their predicted time to learn, and find crossovers.
+
+    ``t_half``/``t_90`` are solved on the predicted dynamics, not read off a grid: inverted
+    closed forms (brentq on the sum of logistics), or crossings located within one solver step
+    of the race ODE / reduced flow and solved there (:func:`numeric.race.ode_race`). ``epochs``
+    only sets the horizon: a crossing after it is ``null``, and ``horizon`` says where that is;
+    ``final_loss`` is the loss at the horizon over the initial loss. Seeds enter as ``log a0``,
+    so init scales whose ``a0`` underflows give the right crossings. ``stopped_at``/``notes``
+    appear only when an ODE could not be followed to the horizon. ``winner`` is ``null`` when no
+    prediction is finite, or when none reaches 10% within the horizon and the best losses at the
+    horizon are equal."""
     models = models or TaskModels(task)
+    check_values(task, overrides, models)
     if not task.networks:
         raise SpecError(task.source, "network", "the race needs at least one [[network]]")
     values = task.values(overrides)
-    ts = epoch_grid(task.training.epochs, theory_stride(task.training.epochs))
+    vector = _vector(task, values)
+    training = task.training
+    horizon = training.epochs
     derivations = {n.name: models.derivation(n.name) for n in task.networks}
     networks = []
     for name, derivation in tqdm(derivations.items(), desc="race", disable=None, leave=False):
-        curve = predicted_curve(models, name, ts, values, task.training.init_scale)
+        # crossings solved on the dynamics themselves, no sampling grid (numeric.race.RaceResult)
+        if models.uses_flow(name):
+            flow = models.flow(name)
+            result = flow.race(pathway_log_initial_strengths(flow.derivation.network, training.init_scale), training.tau, vector, horizon)
+        else:
+            compiled = models.compiled(name)
+            result = compiled.race(expected_log_initial_strengths(compiled, training.init_scale), training.tau, vector, horizon)
         entry = {
             "name": name,
             "speed": _entry(derivation.speed, values),
-            "t_half": _finite_or_none(crossing_time(ts, curve, 0.5)),
-            "t_90": _finite_or_none(crossing_time(ts, curve, 0.1)),
-            "final_loss": float(curve[-1] / curve[0]),
+            "t_half": _finite_or_none(result.crossings[0.5]),
+            "t_90": _finite_or_none(result.crossings[0.1]),
+            "final_loss": _finite_or_none(result.final_loss),
             "dynamics": dynamics_kind(models, name),
             "closed_form": derivation.closed_forms is not None,
             "pathways": [{"name": pd.name, "singular_values": [_entry(m.s, values) for m in pd.modes]} for pd in derivation.pathways],
         }
+        if result.stopped_at is not None:
+            entry["stopped_at"] = result.stopped_at
+        if result.notes:
+            entry["notes"] = list(result.notes)
         if staged and derivation.cross_correlations and len(derivation.pathways) > 1:
-            entry["staged"] = staged_report(models, name, ts, values, curve)
+            ts = epoch_grid(horizon, theory_stride(horizon))
+            entry["staged"] = staged_report(models, name, ts, values, predicted_curve(models, name, ts, values, training.init_scale))
         networks.append(entry)
-    # the first to reach 10% of the initial loss wins; among those that never do, the lowest final loss
-    ranking = [n["name"] for n in sorted(networks, key=lambda n: (n["t_90"] is None, n["t_90"] or 0.0, n["final_loss"]))]
-    winner = ranking[0]
+    # the first to reach 10% of the initial loss wins; among those that never do, the lowest final
+    # loss; a network whose prediction is not finite ranks last and never wins
+    def order(n):
+        finite = n["final_loss"] is not None
+        return (not finite, n["t_90"] is None, n["t_90"] or 0.0, n["final_loss"] if finite else 0.0)
+
+    ranked = sorted(networks, key=order)
+    ranking = [n["name"] for n in ranked]
+    winner = ranked[0]["name"] if ranked[0]["final_loss"] is not None else None
+    if len(ranked) > 1 and ranked[0]["t_90"] is None and order(ranked[0]) == order(ranked[1]):
+        winner = None  # none reaches 10% within the horizon and the best losses there are equal (e.g. both still 1.0)
     found = []
     for first, second in combinations(derivations.values(), 2):
         for parameter in task.parameters:
@@ -242,7 +280,7 @@ def race_report(task: Task, overrides: Mapping[str, float] | None = None, models
                         "faster_above": c.faster_above,
                     }
                 )
-    return {"parameters": {s.name: v for s, v in values.items()}, "networks": networks, "ranking": ranking, "winner": winner, "crossovers": found}
+    return {"parameters": {s.name: v for s, v in values.items()}, "horizon": horizon, "networks": networks, "ranking": ranking, "winner": winner, "crossovers": found}
 
 
 def _settings(task: Task, seeds: int | None, epochs: int | None):
@@ -254,6 +292,7 @@ def simulate(task: Task, model: str, overrides=None, seeds: int | None = None, e
     models = models or TaskModels(task)
     values = task.values(overrides)
     training = _settings(task, seeds, epochs)
+    check_training_size(task, training, model)
     inputs, targets = models.dataset(_vector(task, values))
     common = dict(init_scale=training.init_scale, learning_rate=training.learning_rate, epochs=training.epochs, seeds=range(training.seeds))
     if model == "relu":
@@ -262,13 +301,34 @@ def simulate(task: Task, model: str, overrides=None, seeds: int | None = None, e
     return train_gdln(inputs, targets, layout, **common), values, training
 
 
+def finite_crossing(ts, curve, fraction: float) -> float | None:
+    """``crossing_time`` on the finite part of a sampled curve: None where the curve is not
+    finite at the start, or not finite before it reaches ``fraction`` of its initial value."""
+    curve = np.asarray(curve, dtype=float)
+    finite = np.isfinite(curve)
+    if not finite[0] or curve[0] <= 0:
+        return None
+    stop = len(curve) if finite.all() else int(np.argmin(finite))
+    return _finite_or_none(crossing_time(np.asarray(ts)[:stop], curve[:stop], fraction))
+
+
+def divergence_note(name: str, ts, curve, why: str = "") -> str | None:
+    """Where a sampled loss curve stops being finite, as a note for the report."""
+    finite = np.isfinite(np.asarray(curve, dtype=float))
+    if finite.all():
+        return None
+    return f"{name}: loss not finite from epoch {float(np.asarray(ts)[int(np.argmin(finite))]):g}{why}"
+
+
 def simulate_report(task: Task, model: str, overrides=None, seeds=None, epochs=None, out: str | None = None) -> dict:
+    check_values(task, overrides, derivations=False)
     run, values, training = simulate(task, model, overrides, seeds, epochs)
     ts = epoch_grid(training.epochs)
     losses = np.asarray(run.losses)
     if out is not None:
+        buffer = io.BytesIO()  # np.savez to a file object: no ".npz" appended, and one atomic write
         np.savez(
-            out,
+            buffer,
             epochs=np.asarray(ts),
             losses=losses,
             seeds=np.arange(training.seeds),
@@ -276,15 +336,21 @@ def simulate_report(task: Task, model: str, overrides=None, seeds=None, epochs=N
             parameters=np.array([s.name for s in values]),
             parameter_values=np.array(list(values.values()), dtype=float),
         )
-    return {
+        write_atomic(out, buffer.getvalue(), "--out")
+    diverged = " (gradient descent diverged or overflowed)"
+    notes = [note for k, row in enumerate(losses) if (note := divergence_note(f"seed {k}", ts, row, diverged))]
+    report = {
         "model": model,
         "parameters": {s.name: v for s, v in values.items()},
         "seeds": training.seeds,
         "epochs": training.epochs,
-        "t_half": [_finite_or_none(crossing_time(ts, row, 0.5)) for row in losses],
-        "t_90": [_finite_or_none(crossing_time(ts, row, 0.1)) for row in losses],
+        "t_half": [finite_crossing(ts, row, 0.5) for row in losses],
+        "t_90": [finite_crossing(ts, row, 0.1) for row in losses],
         "loss_final": [float(row[-1]) for row in losses],
     }
+    if notes:
+        report["notes"] = notes
+    return report
 
 
 def predicted_relu_curves(models: TaskModels, run, values, training, ts) -> dict[str, np.ndarray]:
@@ -318,6 +384,7 @@ def verify_report(task: Task, overrides=None, seeds=None, epochs=None, models: T
     models = models or TaskModels(task)
     if not task.networks:
         raise SpecError(task.source, "network", "verification needs at least one [[network]]")
+    check_values(task, overrides, models)
     run, values, training = simulate(task, "relu", overrides, seeds, epochs, models)
     stride = theory_stride(training.epochs)
     ts = epoch_grid(training.epochs, stride)
@@ -328,18 +395,26 @@ def verify_report(task: Task, overrides=None, seeds=None, epochs=None, models: T
             "name": name,
             "max_deviation": float(np.max(np.abs(curve - relu)) / relu[0]),
             "mean_deviation": float(np.mean(np.abs(curve - relu)) / relu[0]),
-            "t_half_predicted": _finite_or_none(crossing_time(ts, curve, 0.5)),
-            "t_half_relu": _finite_or_none(crossing_time(ts, relu, 0.5)),
+            "t_half_predicted": finite_crossing(ts, curve, 0.5),
+            "t_half_relu": finite_crossing(ts, relu, 0.5),
             "dynamics": dynamics_kind(models, name),
         }
         for name, curve in predictions.items()
     ]
-    follows = min(networks, key=lambda n: (round(n["max_deviation"], 4), n["mean_deviation"]))["name"]
+    notes = [note for note in [divergence_note("ReLU network", ts, relu, " (gradient descent diverged or overflowed)")] if note]
+    notes += [note for name, curve in predictions.items() if (note := divergence_note(f"prediction of {name}", ts, curve))]
+    # a candidate whose deviation is not finite can never be the one followed (min() would let a NaN win)
+    candidates = [n for n in networks if math.isfinite(n["max_deviation"]) and math.isfinite(n["mean_deviation"])]
+    follows = min(candidates, key=lambda n: (round(n["max_deviation"], 4), n["mean_deviation"]))["name"] if candidates else None
+    if follows is None:
+        notes.append("no candidate's deviation from the ReLU network is finite: none is followed")
     report = {"parameters": {s.name: v for s, v in values.items()}, "seeds": training.seeds, "epochs": training.epochs, "follows": follows, "networks": networks}
+    if notes:
+        report["notes"] = notes
     if task.contexts is not None:
         inputs, _ = models.dataset(_vector(task, values))
         report["census"] = gate_census(task, inputs, *run.final)
-        if representations:
+        if representations and follows is not None:
             reln, _, _ = simulate(task, follows, overrides, 1, epochs, models)
             report["mds"] = {"network": follows, **mds_comparison(*hidden_layers(task, run, reln, follows, inputs))}
     return report

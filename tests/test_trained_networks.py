@@ -46,3 +46,16 @@ def test_relu_network_follows_the_faster_reln(xor_task, xor_models, delta, follo
     other = next(n for n in by_name if n != follows)
     assert by_name[other]["max_deviation"] > 0.3
     assert by_name[follows]["t_half_predicted"] == pytest.approx(by_name[follows]["t_half_relu"], rel=0.03)
+
+
+def test_training_is_bitwise_reproducible_and_seed_s_does_not_depend_on_the_seed_count(xor_models):
+    """A seed gives bitwise the same run, and seed s is the same whatever the number of seeds."""
+    from numeric.training import train_relu
+
+    inputs, targets = xor_models.dataset([1.0])
+    three = train_relu(inputs, targets, 16, 1e-2, 0.01, 50, seeds=[0, 1, 2])
+    again = train_relu(inputs, targets, 16, 1e-2, 0.01, 50, seeds=[0, 1, 2])
+    alone = train_relu(inputs, targets, 16, 1e-2, 0.01, 50, seeds=[2])
+    np.testing.assert_array_equal(np.asarray(three.losses), np.asarray(again.losses))
+    np.testing.assert_array_equal(np.asarray(three.losses)[2], np.asarray(alone.losses)[0])
+    assert not np.array_equal(np.asarray(three.losses)[0], np.asarray(three.losses)[1])

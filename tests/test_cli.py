@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from verify.cli import main
+from gdln.cli import main
 
 from .conftest import XOR_SPEC
 

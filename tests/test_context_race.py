@@ -15,7 +15,7 @@ from derive.spec import task_from_dict
 from derive.tasks import context_task
 from numeric.race import crossing_time
 from numeric.training import gdln_layout, train_gdln
-from verify.cli import main
+from gdln.cli import main
 from verify.reports import epoch_grid, race_report
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"

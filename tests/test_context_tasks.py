@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from derive.tasks import context_task, cross, hierarchy, ring, to_toml
-from verify.cli import main
+from gdln.cli import main
 from verify.realizability import realizable
 
 

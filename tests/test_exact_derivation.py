@@ -16,7 +16,7 @@ from hypothesis import given, settings, strategies as st
 from derive.derivation import TAU, TIME, NetworkDerivation
 from derive.spec import task_from_dict
 from derive.tasks import context_task
-from verify.cli import main
+from gdln.cli import main
 from verify.models import TaskModels
 from verify.reports import derive_report
 

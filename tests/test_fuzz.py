@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from derive.errors import SpecError
 from derive.expressions import parse_expression
-from verify.cli import main
+from gdln.cli import main
 
 SECONDS_PER_RUN = 30
 FUZZ = dict(derandomize=True, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])

@@ -2,7 +2,7 @@
 a fixed case: exit 0 with valid, finite JSON, or exit 2 with one line naming the file and key;
 never a traceback, never more than 30 s, never a partial file.
 
-Cases that need a real process (file-size limits) run ``python -m verify.cli``; the rest run
+Cases that need a real process (file-size limits) run ``python -m gdln``; the rest run
 the CLI in-process through :func:`tests.test_fuzz.run_cli`, which enforces the contract."""
 
 from __future__ import annotations
@@ -163,7 +163,7 @@ def _run_limited(argv: list[str], limit_bytes: int) -> subprocess.CompletedProce
     def limit():
         resource.setrlimit(resource.RLIMIT_FSIZE, (limit_bytes, limit_bytes))
 
-    return subprocess.run([sys.executable, "-m", "verify.cli", *argv], cwd=ROOT, capture_output=True, text=True, timeout=120, preexec_fn=limit)
+    return subprocess.run([sys.executable, "-m", "gdln", *argv], cwd=ROOT, capture_output=True, text=True, timeout=120, preexec_fn=limit)
 
 
 @pytest.mark.slow
@@ -171,7 +171,7 @@ def test_failed_write_keeps_the_old_file(tmp_path):
     """simulate --out at a file-size limit: exit 2 in one line, the old file intact, no leftovers."""
     target = tmp_path / "curves.npz"
     first = subprocess.run(
-        [sys.executable, "-m", "verify.cli", "simulate", str(XOR_SPEC), "--model", "relu", "--epochs", "20", "--seeds", "1", "--out", str(target)],
+        [sys.executable, "-m", "gdln", "simulate", str(XOR_SPEC), "--model", "relu", "--epochs", "20", "--seeds", "1", "--out", str(target)],
         cwd=ROOT, capture_output=True, text=True, timeout=120,
     )
     assert first.returncode == 0, first.stderr

@@ -1,0 +1,7 @@
+"""``python -m gdln``."""
+
+import sys
+
+from gdln.cli import main
+
+sys.exit(main())

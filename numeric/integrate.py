@@ -11,22 +11,27 @@ import jax.numpy as jnp
 import numpy as np
 
 
-def integrate_ode(f, y0, ts, args, rtol: float = 1e-10, atol: float = 1e-14, max_steps: int = 1_000_000, dtmax: float | None = None):
-    """Solve ``dy/dt = f(t, y, args)`` from ``y0`` at ``ts[0]``; returns ``y`` at every ``ts`` (rows)."""
-    ts = jnp.asarray(ts, dtype=jnp.float64)
-    solution = diffrax.diffeqsolve(
+def _solve(f, y0, t0, t1, args, saveat, rtol: float, atol: float, max_steps: int, dtmax: float | None, throw: bool = True):
+    """One Tsit5 solve of ``dy/dt = f(t, y, args)`` from ``y0`` at ``t0`` to ``t1`` (x64, PID steps)."""
+    return diffrax.diffeqsolve(
         diffrax.ODETerm(f),
         diffrax.Tsit5(),
-        t0=ts[0],
-        t1=ts[-1],
+        t0=jnp.float64(t0),
+        t1=jnp.float64(t1),
         dt0=None,
         y0=jnp.asarray(y0, dtype=jnp.float64),
         args=args,
-        saveat=diffrax.SaveAt(ts=ts),
+        saveat=saveat,
         stepsize_controller=diffrax.PIDController(rtol=rtol, atol=atol, dtmax=None if dtmax is None else jnp.float64(dtmax)),
         max_steps=max_steps,
+        throw=throw,
     )
-    return solution.ys
+
+
+def integrate_ode(f, y0, ts, args, rtol: float = 1e-10, atol: float = 1e-14, max_steps: int = 1_000_000, dtmax: float | None = None):
+    """Solve ``dy/dt = f(t, y, args)`` from ``y0`` at ``ts[0]``; returns ``y`` at every ``ts`` (rows)."""
+    ts = jnp.asarray(ts, dtype=jnp.float64)
+    return _solve(f, y0, ts[0], ts[-1], args, diffrax.SaveAt(ts=ts), rtol, atol, max_steps, dtmax).ys
 
 
 _STEPS_PER_SEGMENT = 1024
@@ -39,19 +44,7 @@ def solver_steps(f, y0, t0, t1, args, rtol: float = 1e-10, atol: float = 1e-14, 
     The step sequence depends only on ``f``, ``y0``, ``t0`` and the tolerances, never on
     ``t1`` beyond clipping the last step at it, so quantities read off these steps do not
     depend on the horizon. Call again from the last row to continue."""
-    solution = diffrax.diffeqsolve(
-        diffrax.ODETerm(f),
-        diffrax.Tsit5(),
-        t0=jnp.float64(t0),
-        t1=jnp.float64(t1),
-        dt0=None,
-        y0=jnp.asarray(y0, dtype=jnp.float64),
-        args=args,
-        saveat=diffrax.SaveAt(steps=True),
-        stepsize_controller=diffrax.PIDController(rtol=rtol, atol=atol, dtmax=None if dtmax is None else jnp.float64(dtmax)),
-        max_steps=steps,
-        throw=False,
-    )
+    solution = _solve(f, y0, t0, t1, args, diffrax.SaveAt(steps=True), rtol, atol, steps, dtmax, throw=False)
     ts = np.asarray(solution.ts)
     keep = np.isfinite(ts)
     failed = not (solution.result == diffrax.RESULTS.successful or solution.result == diffrax.RESULTS.max_steps_reached)
@@ -60,16 +53,4 @@ def solver_steps(f, y0, t0, t1, args, rtol: float = 1e-10, atol: float = 1e-14, 
 
 def integrate_to(f, y0, t0, t1, args, rtol: float = 1e-10, atol: float = 1e-14, max_steps: int = 100_000, dtmax: float | None = None):
     """``y(t1)`` of ``dy/dt = f(t, y, args)`` from ``y0`` at ``t0`` (one Tsit5 solve)."""
-    solution = diffrax.diffeqsolve(
-        diffrax.ODETerm(f),
-        diffrax.Tsit5(),
-        t0=jnp.float64(t0),
-        t1=jnp.float64(t1),
-        dt0=None,
-        y0=jnp.asarray(y0, dtype=jnp.float64),
-        args=args,
-        saveat=diffrax.SaveAt(t1=True),
-        stepsize_controller=diffrax.PIDController(rtol=rtol, atol=atol, dtmax=None if dtmax is None else jnp.float64(dtmax)),
-        max_steps=max_steps,
-    )
-    return solution.ys[-1]
+    return _solve(f, y0, t0, t1, args, diffrax.SaveAt(t1=True), rtol, atol, max_steps, dtmax).ys[-1]

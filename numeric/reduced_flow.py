@@ -57,11 +57,15 @@ class ReducedFlow:
     def correlations(self, values):
         """``(Sigma_yx[p], Sigma_x[j][p], tr<yy^T>)`` at ``values`` (THEORY Eq. 4), from the data.
         Values are concrete numbers, so the gated sums run in numpy once per set of values."""
+        return self._at_values("_correlation_cache", self._correlations_at, values)
+
+    def _at_values(self, slot: str, compute, values):
+        """``compute(values)``, kept for the last set of values (callers ask many times at one point)."""
         key = tuple(float(v) for v in values)
-        cache = self.__dict__.setdefault("_correlation_cache", {})
+        cache = self.__dict__.setdefault(slot, {})
         if key not in cache:
             cache.clear()
-            cache[key] = self._correlations_at(values)
+            cache[key] = compute(values)
         return cache[key]
 
     def _correlations_at(self, values):
@@ -184,12 +188,7 @@ class ReducedFlow:
 
     def _basis(self, values):
         """Per pathway: ``(mask, u, s, vt)`` of ``Sigma_yx(p)`` and the largest eigenvalue of ``Sigma_x(p, p)``."""
-        key = tuple(float(v) for v in values)
-        cache = self.__dict__.setdefault("_basis_cache", {})
-        if key not in cache:
-            cache.clear()
-            cache[key] = self._compute_basis(values)
-        return cache[key]
+        return self._at_values("_basis_cache", self._compute_basis, values)
 
     def _compute_basis(self, values):
         sigma_yx, sigma_x, _ = self.correlations(values)

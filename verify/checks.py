@@ -57,7 +57,7 @@ def numeric_data(task: Task, values: Mapping) -> tuple[np.ndarray, np.ndarray]:
 def check_input_variances(task: Task, values: Mapping, models) -> None:
     """Refuse a mode whose effective input variance vanishes at ``values`` while its singular
     value does not: its strength would grow without bound (the closed form divides by d)."""
-    inputs, targets = numeric_data(task, values)
+    _, targets = numeric_data(task, values)
     # Cauchy-Schwarz: s = E[(u.y)(v.x)] <= sqrt(E[(u.y)^2] d), so s^2 <= d max_n ||y_n||^2 holds
     # exactly. A mode that breaks it by more than rounding has d = 0 with s != 0 (a pole of the
     # closed form); a tiny d with a tiny s (XoR at Delta = 1e-6) is legitimate.

@@ -182,6 +182,10 @@ class ReducedFlow:
     def trajectory(self, ts, a0, tau, values, **tolerances) -> "FlowTrajectory":
         return FlowTrajectory(self, self.solve(ts, a0, tau, values, **tolerances), values)
 
+    def loss_curve_from_log(self, ts, log_a0, tau, values):
+        """Loss at epochs ``ts`` from ``log a0`` per pathway (as :meth:`numeric.race.CompiledNetwork.loss_curve_from_log`)."""
+        return FlowTrajectory(self, self.solve(ts, None, tau, values, log_a0=log_a0), values).loss
+
     # --- seeds as logarithms; crossing times without a grid ---------------------------------
     #: the flow starts where the first mode reaches this fraction of its scale ``s / d_max``
     LINEAR_PHASE_END = 1e-10

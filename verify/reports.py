@@ -19,7 +19,7 @@ from derive.crossover import crossovers
 from derive.errors import SpecError
 from derive.spec import Task
 from numeric.race import crossing_time
-from numeric.reduced_flow import FlowTrajectory, loss_of_maps, staged_maps
+from numeric.reduced_flow import loss_of_maps, staged_maps
 from numeric.training import gdln_layout, train_gdln, train_relu
 
 from .checks import check_training_size, check_values
@@ -177,14 +177,20 @@ def predicted_curve(models: TaskModels, name: str, ts, values: Mapping, init_sca
     interacting pathways have no closed form. Seeds enter as ``log a0``, so init scales whose
     ``a0`` underflows still give the right curve."""
     task = models.task
-    vector = _vector(task, values)
     tau = task.training.tau if tau is None else tau
+    prediction, log_a0 = _prediction(models, name, init_scale)
+    return np.asarray(prediction.loss_curve_from_log(ts, log_a0, tau, _vector(task, values)))
+
+
+def _prediction(models: TaskModels, name: str, init_scale: float):
+    """The object that predicts network ``name`` (the exact reduced flow for interacting pathways
+    without closed forms, the compiled closed forms or race ODE otherwise) and its ``log a0``
+    seeds. Both offer ``loss_curve_from_log`` and ``race`` with the same arguments."""
     if models.uses_flow(name):
         flow = models.flow(name)
-        log_a0 = pathway_log_initial_strengths(flow.derivation.network, init_scale)
-        return np.asarray(FlowTrajectory(flow, flow.solve(ts, None, tau, vector, log_a0=log_a0), vector).loss)
+        return flow, pathway_log_initial_strengths(flow.derivation.network, init_scale)
     compiled = models.compiled(name)
-    return np.asarray(compiled.loss_curve_from_log(ts, expected_log_initial_strengths(compiled, init_scale), tau, vector))
+    return compiled, expected_log_initial_strengths(compiled, init_scale)
 
 
 def staged_report(models: TaskModels, name: str, ts, values: Mapping, exact_curve: np.ndarray) -> dict:
@@ -230,12 +236,8 @@ def race_report(task: Task, overrides: Mapping[str, float] | None = None, models
     networks = []
     for name, derivation in tqdm(derivations.items(), desc="race", disable=None, leave=False):
         # crossings solved on the dynamics themselves, no sampling grid (numeric.race.RaceResult)
-        if models.uses_flow(name):
-            flow = models.flow(name)
-            result = flow.race(pathway_log_initial_strengths(flow.derivation.network, training.init_scale), training.tau, vector, horizon)
-        else:
-            compiled = models.compiled(name)
-            result = compiled.race(expected_log_initial_strengths(compiled, training.init_scale), training.tau, vector, horizon)
+        prediction, log_a0 = _prediction(models, name, training.init_scale)
+        result = prediction.race(log_a0, training.tau, vector, horizon)
         entry = {
             "name": name,
             "speed": _entry(derivation.speed, values),

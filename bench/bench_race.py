@@ -16,12 +16,14 @@ import jax.numpy as jnp
 import numpy as np
 import sympy
 
-jax.config.update("jax_enable_x64", True)
+from numeric.precision import use_x64
+
+use_x64()  # an entry point: the benchmark computes as the CLI does
 
 from derive.derivation import TAU, TIME  # noqa: E402
 from derive.spec import load_spec  # noqa: E402
+from numeric.prediction import TaskPredictions  # noqa: E402
 from numeric.training import train_relu  # noqa: E402
-from verify.models import TaskModels  # noqa: E402
 
 SPEC = Path(__file__).resolve().parent.parent / "examples" / "xor.toml"
 
@@ -37,8 +39,8 @@ def timed(fn, repeat=3):
 
 def main():
     task = load_spec(SPEC)
-    models = TaskModels(task)
-    compiled = models.compiled("xor")
+    models = TaskPredictions(task)
+    compiled = models.prediction("xor").compiled
     ts = jnp.linspace(0, 12000, 1201)
     deltas = jnp.linspace(0.1, 4.0, 256)
     a0 = jnp.full(4, 1.6e-7)
@@ -55,8 +57,10 @@ def main():
         f = sympy.lambdify(TIME, loss.subs(delta, float(d)), "numpy")
         f(np.asarray(ts))
     t_sympy = (time.perf_counter() - start) / len(few) * len(deltas)
-    print(f"loss curves, 256 Delta x 1201 epochs: jit+vmap {t_jax * 1e3:.2f} ms; "
-          f"per-value SymPy (extrapolated) {t_sympy * 1e3:.0f} ms; ratio {t_sympy / t_jax:.0f}x")
+    print(
+        f"loss curves, 256 Delta x 1201 epochs: jit+vmap {t_jax * 1e3:.2f} ms; "
+        f"per-value SymPy (extrapolated) {t_sympy * 1e3:.0f} ms; ratio {t_sympy / t_jax:.0f}x"
+    )
 
     inputs, targets = models.dataset([1.0])
     for seeds in (1, 8):

@@ -44,4 +44,6 @@ def output_overlap(pathway_j: Pathway, pathway_p: Pathway) -> sympy.ImmutableMat
 
 def target_power(task: Task) -> sympy.Expr:
     """``tr <y y^T>``: twice the loss of a network that outputs zero."""
-    return sympy.expand(sum((task.targets[n, :] * task.targets[n, :].T)[0, 0] for n in range(task.num_datapoints)) / task.num_datapoints)
+    return sympy.expand(
+        sum((task.targets[n, :] * task.targets[n, :].T)[0, 0] for n in range(task.num_datapoints)) / task.num_datapoints
+    )

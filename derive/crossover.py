@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 import sympy
 
@@ -74,7 +74,9 @@ def numeric_roots(difference: sympy.Expr, parameter: sympy.Symbol, values: Mappi
             roots.append(x)
         elif y is not None and previous is not None and previous[1] != 0 and (previous[1] < 0) != (y < 0):
             try:
-                roots.append(brentq(lambda z: f(z) if f(z) is not None else math.nan, previous[0], x, xtol=1e-300, rtol=1e-15))
+                roots.append(
+                    brentq(lambda z: f(z) if f(z) is not None else math.nan, previous[0], x, xtol=1e-300, rtol=1e-15)
+                )
             except (ValueError, RuntimeError):
                 pass
         previous = (x, y) if y is not None else None

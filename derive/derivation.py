@@ -12,15 +12,22 @@ from functools import cached_property
 
 import sympy
 
-from . import formulas
+from . import algebraic, formulas
 from .correlations import output_overlap, sigma_x, sigma_yx, target_power
-from .modes import Mode, find_modes, tidy, vanishes
+from .modes import PRECISION_DIGITS, Mode, find_modes, tidy, vanishes
 from .spec import Network, Pathway, Task
-from .symmetry import GroupReduction, Symmetry, product
+from .symmetry import GroupReduction, Symmetry, product, scaled_hadamard
 from .symmetry import entries as symmetry_entries
 
 TIME = sympy.Symbol("t", nonnegative=True)
 TAU = sympy.Symbol("tau", positive=True)
+
+#: Couplings between two modes whose ``s^2`` have no radical form are exact polynomials in the two
+#: roots when the product of their degrees is at most this: 16 terms at most (the cubics and
+#: quartics of 4-item chain and cluster blocks). Above it (degrees 8 and 7 on Section 4: 56 terms
+#: with rationals of hundreds of digits, about 45 KB of text per coupling and 170 MB of JSON for
+#: common+2) they are given to ``PRECISION_DIGITS`` digits, and ``assumptions`` says so.
+MAX_EXACT_COUPLING_DEGREE = 16
 
 
 @dataclass(frozen=True)
@@ -70,7 +77,9 @@ class NetworkDerivation:
                     sigma_x=sx,
                     modes=modes,
                     strengths=tuple(sympy.Symbol(f"a_{{{tag}.{k}}}", positive=True) for k in range(len(modes))),
-                    initial_strengths=tuple(sympy.Symbol(f"a0_{{{tag}.{k}}}", positive=True) for k in range(len(modes))),
+                    initial_strengths=tuple(
+                        sympy.Symbol(f"a0_{{{tag}.{k}}}", positive=True) for k in range(len(modes))
+                    ),
                 )
             )
         return tuple(derived)
@@ -113,7 +122,7 @@ class NetworkDerivation:
     @property
     def interacting_pairs(self) -> list[tuple[str, str]]:
         names = [p.name for p in self.network.pathways]
-        return sorted({tuple(sorted((names[j], names[p]))) for j, p in self.cross_correlations})
+        return sorted({(min(names[j], names[p]), max(names[j], names[p])) for j, p in self.cross_correlations})
 
     def correlation_between(self, j: int, p: int) -> sympy.ImmutableMatrix:
         """``Sigma_x(j, p)`` for any two pathway positions (zero when they share no datapoint)."""
@@ -147,19 +156,45 @@ class NetworkDerivation:
             offsets.append(offsets[-1] + len(pd.modes))
         for k, ref in enumerate(refs):
             entries[k, k] = self.mode(ref).d
-        raw = self.symmetry.raw_vectors
-        for (q, p), correlation in self.cross_correlations.items():
-            (u_p, v_p), (u_q, v_q) = raw[p], raw[q]
-            outputs = symmetry_entries(product(u_p.transpose(), self.symmetry.overlap(p, q), u_q))
-            inputs = symmetry_entries(product(v_p.transpose(), self.symmetry.correlation(q, p).transpose(), v_q))
+        for q, p in self.cross_correlations:
             modes_p, modes_q = self.pathways[p].modes, self.pathways[q].modes
+            degree = self._algebraic_degree(p) * self._algebraic_degree(q)
+            exact = degree <= MAX_EXACT_COUPLING_DEGREE
+            raw = self.symmetry.raw_vectors if exact else self.symmetry.comparison_vectors
+            (u_p, v_p), (u_q, v_q) = raw[p], raw[q]
+            output_products = product(u_p.transpose(), self.symmetry.overlap(p, q), u_q)
+            input_products = product(v_p.transpose(), self.symmetry.correlation(q, p).transpose(), v_q)
+            # with algebraic (CRootOf) modes: exact in their polynomial ring, 1/n_k as an element of Q(r_k)
+            ring_entries = (
+                scaled_hadamard(
+                    output_products,
+                    input_products,
+                    [algebraic.reciprocal(m.raw_norm2) for m in modes_p],
+                    [algebraic.reciprocal(m.raw_norm2) for m in modes_q],
+                )
+                if exact and degree > 1
+                else None
+            )
+            if ring_entries is not None:
+                for k, mode_k in enumerate(modes_p):
+                    for l, mode_l in enumerate(modes_q):
+                        if ring_entries[k][l] != 0:
+                            entries[offsets[p] + k, offsets[q] + l] = ring_entries[k][l] / (mode_k.s * mode_l.s)
+                continue
+            outputs, inputs = symmetry_entries(output_products), symmetry_entries(input_products)
             for k, mode_k in enumerate(modes_p):
                 for l, mode_l in enumerate(modes_q):
                     numerator = outputs[k][l] * inputs[k][l]
-                    if numerator != 0:
-                        entries[offsets[p] + k, offsets[q] + l] = tidy(
-                            numerator / (mode_k.raw_norm2 * mode_k.s * mode_l.raw_norm2 * mode_l.s)
-                        )
+                    if numerator == 0:
+                        continue
+                    denominator = mode_k.raw_norm2 * mode_k.s * mode_l.raw_norm2 * mode_l.s
+                    if exact:
+                        value = tidy(numerator / denominator)
+                    else:  # to PRECISION_DIGITS digits (see MAX_EXACT_COUPLING_DEGREE)
+                        value = sympy.N(numerator / denominator, PRECISION_DIGITS)
+                        if abs(value) < sympy.Float(10) ** (-(PRECISION_DIGITS - 10)):
+                            continue
+                    entries[offsets[p] + k, offsets[q] + l] = value
         return sympy.ImmutableMatrix(entries)
 
     @property
@@ -218,14 +253,30 @@ class NetworkDerivation:
             "closed_form": self.has_closed_form,
             "exact_modes": all(m.exact for pd in self.pathways for m in pd.modes),
             "algebraic_values": self.algebraic_values,
+            "numeric_couplings": self.numeric_couplings,
             "reduced_system": self.reduced_system.kind,
         }
+
+    def _algebraic_degree(self, p: int) -> int:
+        """The largest degree of a ``CRootOf`` singular value of pathway ``p`` (1 if none)."""
+        return max((m.degree for m in self.pathways[p].modes if m.kind == "algebraic"), default=1)
+
+    @property
+    def numeric_couplings(self) -> list[list[str]]:
+        """Pathway pairs whose couplings are given to ``PRECISION_DIGITS`` digits rather than
+        exactly (see :data:`MAX_EXACT_COUPLING_DEGREE`)."""
+        names = [pd.name for pd in self.pathways]
+        return [
+            [names[q], names[p]]
+            for (q, p) in self.cross_correlations
+            if self._algebraic_degree(p) * self._algebraic_degree(q) > MAX_EXACT_COUPLING_DEGREE
+        ]
 
     @property
     def algebraic_values(self) -> list[dict]:
         """Singular values with no radical form: exact ``CRootOf`` algebraic numbers, one entry per
         pathway and polynomial, with the degree of ``s^2``'s minimal polynomial. Couplings with
-        these modes are computed from their vectors at ``PRECISION_DIGITS`` digits."""
+        these modes are exact polynomials in the roots, except for :attr:`numeric_couplings`."""
         found = []
         for pd in self.pathways:
             degrees = sorted({m.degree for m in pd.modes if m.kind == "algebraic"})
@@ -247,14 +298,17 @@ class NetworkDerivation:
         return tuple(rates)
 
     @cached_property
-    def reduced_system(self) -> "ReducedSystem":
+    def reduced_system(self) -> ReducedSystem:
         """The system the network really has: one equation per (symmetric group, singular class)
         when the group reduction is exact, otherwise one per mode with the coupling matrix."""
         return ReducedSystem.of(self)
 
     @property
     def odes(self) -> tuple[sympy.Equality, ...]:
-        return tuple(sympy.Eq(sympy.Derivative(sympy.Function(a.name)(TIME), TIME), rate, evaluate=False) for a, rate in zip(self.strengths, self.rates))
+        return tuple(
+            sympy.Eq(sympy.Derivative(sympy.Function(a.name)(TIME), TIME), rate, evaluate=False)
+            for a, rate in zip(self.strengths, self.rates)
+        )
 
     @cached_property
     def closed_forms(self) -> tuple[sympy.Expr, ...] | None:
@@ -347,16 +401,21 @@ class ReducedSystem:
 
     @cached_property
     def odes(self) -> tuple[sympy.Equality, ...]:
-        return tuple(sympy.Eq(sympy.Derivative(sympy.Function(x.name)(TIME), TIME), r, evaluate=False) for x, r in zip(self.variables, self.rates))
+        return tuple(
+            sympy.Eq(sympy.Derivative(sympy.Function(x.name)(TIME), TIME), r, evaluate=False)
+            for x, r in zip(self.variables, self.rates)
+        )
 
     @property
     def nonzero_couplings(self) -> list[tuple[int, int, sympy.Expr]]:
         """Off-diagonal entries of :attr:`coupling` that do not vanish."""
         size = self.coupling.rows
-        return [(i, j, self.coupling[i, j]) for i in range(size) for j in range(size) if i != j and self.coupling[i, j] != 0]
+        return [
+            (i, j, self.coupling[i, j]) for i in range(size) for j in range(size) if i != j and self.coupling[i, j] != 0
+        ]
 
     @staticmethod
-    def of(derivation: NetworkDerivation) -> "ReducedSystem":
+    def of(derivation: NetworkDerivation) -> ReducedSystem:
         reduction = derivation.group_reduction
         names = [p.name for p in derivation.network.pathways]
         if reduction.exact and not derivation.diagonalisation_failures:
@@ -369,7 +428,10 @@ class ReducedSystem:
                 labels.append(f"class {j} of {', '.join(names[p] for p in members)}")
                 depths.append(derivation.network.pathways[members[0]].depth)
             coupling = reduction.coupling
-            substitution = {a: variables[derivation.group_variable(ref)] for a, ref in zip(derivation.strengths, derivation.mode_refs)}
+            substitution = {
+                a: variables[derivation.group_variable(ref)]
+                for a, ref in zip(derivation.strengths, derivation.mode_refs)
+            }
             loss = sympy.expand(derivation.loss_in_strengths.xreplace(substitution))
             kind, multiplicities, singular_values = "groups", reduction.multiplicities, reduction.singular_values
         else:
@@ -381,17 +443,27 @@ class ReducedSystem:
             kind, multiplicities, singular_values = "modes", (1,) * len(variables), derivation.singular_values
         x = sympy.Matrix(variables)
         rates = tuple(
-            formulas.mode_rate(x[i], singular_values[i] - (coupling[i, :] * x)[0, 0], depths[i], TAU, sympy) for i in range(len(variables))
+            formulas.mode_rate(x[i], singular_values[i] - (coupling[i, :] * x)[0, 0], depths[i], TAU, sympy)
+            for i in range(len(variables))
         )
         size = len(variables)
         decoupled = all(coupling[i, j] == 0 for i in range(size) for j in range(size) if i != j)
         closed = None
         if decoupled and all(depth == 2 for depth in depths) and not derivation.diagonalisation_failures:
             closed = tuple(
-                formulas.mode_strength(singular_values[i], coupling[i, i], initial[i], TIME, TAU, sympy) for i in range(size)
+                formulas.mode_strength(singular_values[i], coupling[i, i], initial[i], TIME, TAU, sympy)
+                for i in range(size)
             )
         return ReducedSystem(
-            kind=kind, variables=tuple(variables), initial=tuple(initial), labels=tuple(labels),
-            multiplicities=tuple(multiplicities), singular_values=tuple(singular_values), depths=tuple(depths),
-            coupling=sympy.ImmutableMatrix(coupling), rates=rates, closed_forms=closed, loss=loss,
+            kind=kind,
+            variables=tuple(variables),
+            initial=tuple(initial),
+            labels=tuple(labels),
+            multiplicities=tuple(multiplicities),
+            singular_values=tuple(singular_values),
+            depths=tuple(depths),
+            coupling=sympy.ImmutableMatrix(coupling),
+            rates=rates,
+            closed_forms=closed,
+            loss=loss,
         )

@@ -11,8 +11,8 @@ from __future__ import annotations
 import ast
 import cmath
 import math
+from collections.abc import Mapping
 from fractions import Fraction
-from typing import Mapping
 
 import sympy
 
@@ -67,9 +67,7 @@ def exact_number(value, source: str, key: str) -> sympy.Expr:
     raise SpecError(source, key, f"expected a number or an expression string, got {type(value).__name__}")
 
 
-def parse_expression(
-    text: str, parameters: Mapping[str, sympy.Symbol], source: str, key: str
-) -> sympy.Expr:
+def parse_expression(text: str, parameters: Mapping[str, sympy.Symbol], source: str, key: str) -> sympy.Expr:
     """Parse ``text`` into a SymPy expression over ``parameters``; never evaluates code."""
     if len(text) > MAX_EXPRESSION_LENGTH:
         raise SpecError(source, key, f"expression longer than {MAX_EXPRESSION_LENGTH} characters")
@@ -171,9 +169,11 @@ def _build(node, parameters, source, key, text) -> sympy.Expr:
     if isinstance(node, ast.Call):
         if not isinstance(node.func, ast.Name):
             fail("a call to anything but a plain function name")
+        assert isinstance(node.func, ast.Name)  # fail() raised otherwise; for the type checker
         if node.func.id not in ALLOWED_FUNCTIONS:
             raise SpecError(
-                source, key,
+                source,
+                key,
                 f"unknown function {node.func.id!r} in expression {text!r} "
                 f"(allowed: {', '.join(sorted(ALLOWED_FUNCTIONS))})",
             )

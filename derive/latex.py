@@ -10,14 +10,26 @@ and the coupling is written as a matrix, or as its non-zero entries when it is l
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import sympy
 
+from .algebraic import as_text
 from .crossover import Crossover
 from .derivation import NetworkDerivation
 
-_ESCAPES = {"\\": r"\textbackslash{}", "_": r"\_", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "{": r"\{", "}": r"\}", "~": r"\~{}", "^": r"\^{}"}
+_ESCAPES = {
+    "\\": r"\textbackslash{}",
+    "_": r"\_",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\~{}",
+    "^": r"\^{}",
+}
 MAX_INLINE_COLUMNS = 8
 MAX_INLINE_ROWS = 12
 MAX_LISTED_COUPLINGS = 40
@@ -29,7 +41,12 @@ def escape_text(text: str) -> str:
 
 
 def _math(expr) -> str:
-    return sympy.latex(expr)
+    # SymPy's default term order evaluates CRootOf numbers to sort terms: slow on long expressions
+    return (
+        sympy.latex(expr, order="none")
+        if isinstance(expr, sympy.Basic) and expr.has(sympy.CRootOf)
+        else sympy.latex(expr)
+    )
 
 
 def _display(body: str) -> str:
@@ -53,7 +70,7 @@ def _matrix_or_description(name: str, matrix: sympy.Matrix, rank: int | None = N
     if cols <= MAX_INLINE_COLUMNS and rows <= MAX_INLINE_ROWS:
         return _display(f"{name} = {_math(matrix)}")
     nonzero = sum(1 for e in matrix if e != 0)
-    entries = sorted({e for e in matrix if e != 0}, key=sympy.default_sort_key)
+    entries = sorted({e for e in matrix if e != 0}, key=as_text)
     listed = ", ".join(f"${_math(e)}$" for e in entries[:8]) + (", \\dots" if len(entries) > 8 else "")
     rank_text = f", rank {rank}" if rank is not None else ""
     return f"${name}$ is ${rows} \\times {cols}${rank_text}, with {nonzero} non-zero entries taking the values {listed}.\n\n"
@@ -61,7 +78,11 @@ def _matrix_or_description(name: str, matrix: sympy.Matrix, rank: int | None = N
 
 def _data(task) -> str:
     lines = ["\\subsection*{Data}\n", f"$N = {task.num_datapoints}$ datapoints; rows of $X$ and $Y$ are datapoints.\n"]
-    if task.inputs.cols <= MAX_INLINE_COLUMNS and task.num_datapoints <= MAX_INLINE_ROWS and task.targets.cols <= MAX_INLINE_COLUMNS:
+    if (
+        task.inputs.cols <= MAX_INLINE_COLUMNS
+        and task.num_datapoints <= MAX_INLINE_ROWS
+        and task.targets.cols <= MAX_INLINE_COLUMNS
+    ):
         lines.append(_display(f"X = {_math(task.inputs)}, \\qquad Y = {_math(task.targets)}"))
     else:
         lines.append(_matrix_or_description("X", task.inputs))
@@ -95,7 +116,9 @@ def _pathways(derivation: NetworkDerivation) -> str:
             f"\\paragraph{{{escape_text(pd.name)}}} On {escape_text(_gate(task, pathway.active))}; "
             f"{len(pathway.inputs)} inputs, {len(pathway.outputs)} outputs, depth $D = {pathway.depth}$.\n"
         )
-        lines.append(_matrix_or_description(f"\\Sigma^{{yx}}(\\text{{{escape_text(pd.name)}}})", pd.sigma_yx, len(pd.modes)))
+        lines.append(
+            _matrix_or_description(f"\\Sigma^{{yx}}(\\text{{{escape_text(pd.name)}}})", pd.sigma_yx, len(pd.modes))
+        )
         lines.append(_matrix_or_description(f"\\Sigma^{{x}}(\\text{{{escape_text(pd.name)}}})", pd.sigma_x))
         classes = derivation.symmetry.classes[p]
         if classes:
@@ -133,7 +156,9 @@ def _system(derivation: NetworkDerivation) -> str:
         )
     if system.kind == "groups" or len(system.variables) <= MAX_INLINE_COLUMNS:
         for i, x in enumerate(system.variables):
-            lines.append(f"\\noindent ${_math(x)}$: {escape_text(system.labels[i])} ({system.multiplicities[i]} modes).\n")
+            lines.append(
+                f"\\noindent ${_math(x)}$: {escape_text(system.labels[i])} ({system.multiplicities[i]} modes).\n"
+            )
             lines.append(_equation(f"\\frac{{d {_math(x)}}}{{dt}}", system.rates[i]))
             if system.closed_forms is not None:
                 lines.append(_equation(f"{_math(x)}(t)", system.closed_forms[i]))
@@ -146,7 +171,9 @@ def _system(derivation: NetworkDerivation) -> str:
         if system.coupling.rows <= MAX_INLINE_COLUMNS:
             lines.append(_display(f"C = {_math(system.coupling)}"))
         else:
-            lines.append(f"$C$ is ${system.coupling.rows} \\times {system.coupling.cols}$ with {len(couplings)} non-zero off-diagonal entries")
+            lines.append(
+                f"$C$ is ${system.coupling.rows} \\times {system.coupling.cols}$ with {len(couplings)} non-zero off-diagonal entries"
+            )
             if len(couplings) <= MAX_LISTED_COUPLINGS:
                 listed = ",\\ ".join(f"C_{{{i}{j}}} = {_math(c)}" for i, j, c in couplings)
                 lines.append(f":\n\\begin{{multline*}}\n{listed}\n\\end{{multline*}}\n")
@@ -159,7 +186,9 @@ def _system(derivation: NetworkDerivation) -> str:
     return "".join(lines)
 
 
-def derivation_latex(derivation: NetworkDerivation, crossovers: Sequence[Crossover] = (), document: bool = False) -> str:
+def derivation_latex(
+    derivation: NetworkDerivation, crossovers: Sequence[Crossover] = (), document: bool = False
+) -> str:
     task = derivation.task
     lines = [f"% gdln derivation of network {derivation.network.name}\n"]
     lines.append(f"\\section*{{{escape_text(task.title)}: network {escape_text(derivation.network.name)}}}\n")
@@ -185,9 +214,12 @@ def derivation_latex(derivation: NetworkDerivation, crossovers: Sequence[Crossov
         )
     lines.append("\\subsection*{Loss}\n")
     system = derivation.reduced_system
-    lines.append(_equation("L", system.loss) if len(system.variables) <= 3 * MAX_INLINE_COLUMNS else
-                 "$L(x) = \\tfrac12 \\operatorname{tr}\\langle yy^\\top\\rangle - \\sum_i m_i s_i x_i + \\tfrac12 \\sum_{ij} m_i C_{ij} x_i x_j$, "
-                 f"with $\\tfrac12 \\operatorname{{tr}}\\langle yy^\\top\\rangle = {_math(derivation.initial_loss)}$.\n\n")
+    lines.append(
+        _equation("L", system.loss)
+        if len(system.variables) <= 3 * MAX_INLINE_COLUMNS
+        else "$L(x) = \\tfrac12 \\operatorname{tr}\\langle yy^\\top\\rangle - \\sum_i m_i s_i x_i + \\tfrac12 \\sum_{ij} m_i C_{ij} x_i x_j$, "
+        f"with $\\tfrac12 \\operatorname{{tr}}\\langle yy^\\top\\rangle = {_math(derivation.initial_loss)}$.\n\n"
+    )
     lines.append(_display(f"\\text{{speed}} = {_value(derivation.speed)}"))
     if crossovers:
         lines.append("\\subsection*{Crossovers}\n")
@@ -197,7 +229,9 @@ def derivation_latex(derivation: NetworkDerivation, crossovers: Sequence[Crossov
             approx = f" \\approx {sympy.N(c.expr, 6)}" if not c.expr.free_symbols else ""
             lines.append(_display(f"{_math(c.parameter)}^{{*}} = {_math(c.expr)}{approx}"))
             if c.faster_below:
-                lines.append(f"Below it {escape_text(c.faster_below)} is faster; above it {escape_text(c.faster_above or '')}.\n")
+                lines.append(
+                    f"Below it {escape_text(c.faster_below)} is faster; above it {escape_text(c.faster_above or '')}.\n"
+                )
     body = "".join(lines)
     if not document:
         return body

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from typing import Any
 
 import mpmath
 import sympy
@@ -66,7 +67,10 @@ def vanishes(expr: sympy.Expr) -> bool:
         return False
     symbols = sorted(expr.free_symbols, key=lambda s: s.name)
     sampler = random.Random(20250121)
-    points = [{s: sympy.Rational(sampler.randint(11, 97), sampler.randint(7, 31)) for s in symbols} for _ in range(_SAMPLE_POINTS if symbols else 1)]
+    points = [
+        {s: sympy.Rational(sampler.randint(11, 97), sampler.randint(7, 31)) for s in symbols}
+        for _ in range(_SAMPLE_POINTS if symbols else 1)
+    ]
     for point in points:
         value = sympy.N(expr.subs(point), PRECISION_DIGITS)
         if not value.is_number or abs(value) > sympy.Float(10) ** (-(PRECISION_DIGITS - 10)):
@@ -247,7 +251,9 @@ def _parametric_pair(block: sympy.Matrix) -> list[_Eigenspace]:
     for sign in (1, -1):
         value = sympy.expand((a + c) / 2 + sign * r)
         if not vanishes(value):
-            spaces.append(_Eigenspace(value, (sympy.Matrix([b, sympy.expand((c - a) / 2 + sign * r)]),), "parametric", 1))
+            spaces.append(
+                _Eigenspace(value, (sympy.Matrix([b, sympy.expand((c - a) / 2 + sign * r)]),), "parametric", 1)
+            )
     return spaces
 
 
@@ -342,7 +348,9 @@ def _diagonalise_inside(raw_v: list[sympy.Matrix], sigma_x: sympy.Matrix) -> lis
         return None
     gram = [(v.T * v)[0, 0] for v in raw_v]
     # pencil restricted c = mu diag(gram) c: the same eigenvalues as diag(gram)^-1 restricted
-    pencil = DomainMatrix.from_list_sympy(count, count, [[restricted[i, j] / gram[i] for j in range(count)] for i in range(count)]).convert_to(QQ)
+    pencil = DomainMatrix.from_list_sympy(
+        count, count, [[restricted[i, j] / gram[i] for j in range(count)] for i in range(count)]
+    ).convert_to(QQ)
     charpoly = sympy.Poly(pencil.charpoly(), _EIGENVALUE, domain=QQ)
     factors = charpoly.factor_list()[1]
     if any(f.degree() > 1 for f, _ in factors):
@@ -352,7 +360,9 @@ def _diagonalise_inside(raw_v: list[sympy.Matrix], sigma_x: sympy.Matrix) -> lis
         mu = sympy.Rational(-factor.nth(0), factor.nth(1))
         rows = (pencil - DomainMatrix.eye(count, QQ) * QQ.from_sympy(mu)).nullspace().to_list()
         # orthogonal in the metric of the original basis, so the new vectors stay orthogonal
-        rows = _orthogonalised(rows, lambda a, b: sum((x * y * QQ.from_sympy(g) for x, y, g in zip(a, b, gram)), QQ.zero))
+        rows = _orthogonalised(
+            rows, lambda a, b: sum((x * y * QQ.from_sympy(g) for x, y, g in zip(a, b, gram)), QQ.zero)
+        )
         for coefficients in rows:
             basis.append(sum((QQ.to_sympy(c) * v for c, v in zip(coefficients, raw_v)), sympy.zeros(raw_v[0].rows, 1)))
     return basis
@@ -386,7 +396,10 @@ def find_modes(sigma_yx: sympy.Matrix, sigma_x: sympy.Matrix, where: str) -> lis
                 refined = _diagonalise_inside(raw_v, sigma_x)
                 if refined is not None:
                     rotation = _coordinates(raw_v, refined)
-                    raw_u = [sum((rotation[i][k] * raw_u[k] for k in range(len(raw_u))), sympy.zeros(raw_u[0].rows, 1)) for i in range(len(refined))]
+                    raw_u = [
+                        sum((rotation[i][k] * raw_u[k] for k in range(len(raw_u))), sympy.zeros(raw_u[0].rows, 1))
+                        for i in range(len(refined))
+                    ]
                     raw_v = refined
             s = _root(space.value, space.kind)
             for u_raw, v_raw in zip(raw_u, raw_v):
@@ -398,7 +411,12 @@ def find_modes(sigma_yx: sympy.Matrix, sigma_x: sympy.Matrix, where: str) -> lis
                     u_raw, v_raw, raw_norm2 = (u, v * s, sympy.Integer(1)) if left else (u * s, v, sympy.Integer(1))
                 modes.append(
                     Mode(
-                        s=s, d=d, u=u, v=v, kind=space.kind, degree=space.degree,
+                        s=s,
+                        d=d,
+                        u=u,
+                        v=v,
+                        kind=space.kind,
+                        degree=space.degree,
                         u_raw=sympy.ImmutableMatrix(u_raw.applyfunc(lambda e: _canonical(e, space.field))),
                         v_raw=sympy.ImmutableMatrix(v_raw.applyfunc(lambda e: _canonical(e, space.field))),
                         raw_norm2=raw_norm2,
@@ -411,7 +429,7 @@ def _modes_in_field(sigma_yx, sigma_x, space: _Eigenspace, block_indices, left: 
     """Modes of an irrational eigenspace computed inside its number field ``Q(lambda)``: vectors,
     norms and ``d`` are field elements (reduced modulo the minimal polynomial), turned into SymPy
     expressions only at the end. ``None`` when the correlations are not in that field."""
-    field = space.field
+    field: Any = space.field
     if field is None or field.is_QQ or not space.elements or sigma_yx.free_symbols or sigma_x.free_symbols:
         return None
     try:
@@ -443,19 +461,21 @@ def _modes_in_field(sigma_yx, sigma_x, space: _Eigenspace, block_indices, left: 
             return sympy.ImmutableMatrix([e / root if e != 0 else e for e in values])
 
         u, v = to_matrix(u_raw, norm_u), to_matrix(v_raw, norm_v)
-        if space.kind == "algebraic":
-            # Products of vectors from different fields Q(r1), Q(r2) (degrees 8 and 7 on Section 4, a
-            # compositum of degree 56) are out of reach of exact arithmetic at this size (a cubic
-            # already costs minutes in SymPy's polynomial reduction): couplings with these modes use the vectors at
-            # PRECISION_DIGITS digits, while s and d stay exact (see NetworkDerivation.assumptions).
-            number = {space.value: space.value.evalf(PRECISION_DIGITS + 10)}
-            u, v = (m.xreplace(number).evalf(PRECISION_DIGITS) for m in (u, v))
-            s_number = sympy.sqrt(number[space.value]).evalf(PRECISION_DIGITS)
-            raws = (u, v * s_number, sympy.Integer(1)) if left else (u * s_number, v, sympy.Integer(1))
-        else:
-            raws = (to_matrix(u_raw), to_matrix(v_raw), field.to_sympy(norm_gram))
+        # exact for algebraic (CRootOf) values too: products with other modes are taken in
+        # polynomial rings over Q by derive.algebraic, never in a compositum field
+        raws = (to_matrix(u_raw), to_matrix(v_raw), field.to_sympy(norm_gram))
         modes.append(
-            Mode(s=s, d=field.to_sympy(d), u=u, v=v, kind=space.kind, degree=space.degree, u_raw=raws[0], v_raw=raws[1], raw_norm2=raws[2])
+            Mode(
+                s=s,
+                d=field.to_sympy(d),
+                u=u,
+                v=v,
+                kind=space.kind,
+                degree=space.degree,
+                u_raw=raws[0],
+                v_raw=raws[1],
+                raw_norm2=raws[2],
+            )
         )
     return modes
 

@@ -13,9 +13,10 @@ import math
 import re
 import tomllib
 import unicodedata
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import sympy
 
@@ -151,7 +152,7 @@ class Task:
             check_data(self.inputs, self.targets, values, self.source, parametric_only=True)
         return values
 
-    def with_training(self, **changes) -> "Task":
+    def with_training(self, **changes) -> Task:
         """The same task with some training settings replaced (e.g. from CLI flags)."""
         changes = {k: v for k, v in changes.items() if v is not None}
         return replace(self, training=replace(self.training, **changes))
@@ -175,7 +176,9 @@ def load_spec(path: str | Path) -> Task:
     except tomllib.TOMLDecodeError as error:
         raise SpecError(source, "toml", f"malformed TOML: {error}") from None
     except RecursionError:
-        raise SpecError(source, "toml", f"arrays or tables nested too deeply (the limit is {MAX_NESTING} levels)") from None
+        raise SpecError(
+            source, "toml", f"arrays or tables nested too deeply (the limit is {MAX_NESTING} levels)"
+        ) from None
     return task_from_dict(document, source=source, default_title=path.stem)
 
 
@@ -215,7 +218,9 @@ def _check_nesting(document, source):
         if isinstance(value, Mapping):
             stack.extend((v, depth + 1, f"{where}.{k}" if where else str(k)) for k, v in value.items())
         elif isinstance(value, (list, tuple)):
-            stack.extend((v, depth + 1, f"{where}[{n}]") for n, v in enumerate(value) if isinstance(v, (Mapping, list, tuple)))
+            stack.extend(
+                (v, depth + 1, f"{where}[{n}]") for n, v in enumerate(value) if isinstance(v, (Mapping, list, tuple))
+            )
 
 
 def _where(values: Mapping[sympy.Symbol, float], symbols) -> str:
@@ -223,7 +228,9 @@ def _where(values: Mapping[sympy.Symbol, float], symbols) -> str:
     return (" at " + ", ".join(f"{s.name} = {values[s]:g}" for s in used)) if used else ""
 
 
-def check_data(inputs, targets, values: Mapping[sympy.Symbol, float], source: str, parametric_only: bool = False) -> None:
+def check_data(
+    inputs, targets, values: Mapping[sympy.Symbol, float], source: str, parametric_only: bool = False
+) -> None:
     """Every data entry is real, finite and of a sane size at ``values``, and some target is not zero."""
     low, high = DATA_MAGNITUDE
     for key, matrix in (("data.inputs", inputs), ("data.targets", targets)):
@@ -237,18 +244,30 @@ def check_data(inputs, targets, values: Mapping[sympy.Symbol, float], source: st
                 try:
                     value = evaluate(entry, values)
                 except EvaluationError as error:
-                    raise SpecError(source, where, f"{entry} has no finite value{_where(values, symbols)}: {error}") from None
+                    raise SpecError(
+                        source, where, f"{entry} has no finite value{_where(values, symbols)}: {error}"
+                    ) from None
                 if abs(value.imag) > 1e-12 * abs(value):
                     raise SpecError(source, where, f"{entry} is not real{_where(values, symbols)}: {value:.6g}")
                 size = abs(value.real)
                 if size > high or 0 < size < low:
                     raise SpecError(
-                        source, where, f"{entry} = {value.real:.6g}{_where(values, symbols)} is outside the range {low:g} to {high:g} in size"
+                        source,
+                        where,
+                        f"{entry} = {value.real:.6g}{_where(values, symbols)} is outside the range {low:g} to {high:g} in size",
                     )
     if all(evaluate(entry, values) == 0 for entry in targets):
-        raise SpecError(source, "data.targets", f"every target is zero{_where(values, targets.free_symbols)}: there is nothing to learn")
+        raise SpecError(
+            source,
+            "data.targets",
+            f"every target is zero{_where(values, targets.free_symbols)}: there is nothing to learn",
+        )
     if all(evaluate(entry, values) == 0 for entry in inputs):
-        raise SpecError(source, "data.inputs", f"every input is zero{_where(values, inputs.free_symbols)}: there is nothing to learn from")
+        raise SpecError(
+            source,
+            "data.inputs",
+            f"every input is zero{_where(values, inputs.free_symbols)}: there is nothing to learn from",
+        )
 
 
 def _check_networks_learn(inputs, targets, networks, values, source):
@@ -270,7 +289,8 @@ def _check_networks_learn(inputs, targets, networks, values, source):
     for network in networks:
         if not any(correlated(p) for p in network.pathways):
             raise SpecError(
-                source, f"network[{network.name}].pathway",
+                source,
+                f"network[{network.name}].pathway",
                 "no pathway sees a correlation between its inputs and its outputs (every Sigma_yx is zero): nothing to learn",
             )
 
@@ -298,9 +318,15 @@ def _read_parameters(table, source):
         # expressions are read by Python's parser, which folds identifiers to NFKC: so do names
         normal = unicodedata.normalize("NFKC", str(name))
         folded = "" if normal == name else f" ({name!r} is {normal!r} after Unicode NFKC normalisation)"
-        if not normal.isidentifier() or keyword.iskeyword(normal) or normal in reserved or normal.startswith(GENERATED_PREFIXES):
+        if (
+            not normal.isidentifier()
+            or keyword.iskeyword(normal)
+            or normal in reserved
+            or normal.startswith(GENERATED_PREFIXES)
+        ):
             raise SpecError(
-                source, key,
+                source,
+                key,
                 "parameter names must be identifiers other than function names, constants, t, tau and the "
                 f"derivation's state names (a_, a0_, b_, b0_ ...){folded}",
             )
@@ -354,7 +380,9 @@ def _read_data(table, symbols, source):
     if "contexts" in table:
         labels = table["contexts"]
         if not isinstance(labels, list) or len(labels) != inputs.rows:
-            raise SpecError(source, "data.contexts", f"expected a list of {inputs.rows} context labels (one per datapoint)")
+            raise SpecError(
+                source, "data.contexts", f"expected a list of {inputs.rows} context labels (one per datapoint)"
+            )
         for n, label in enumerate(labels):
             if isinstance(label, bool) or not isinstance(label, int) or label < 1:
                 raise SpecError(source, f"data.contexts[{n}]", f"expected a context number >= 1, got {label!r}")
@@ -396,7 +424,9 @@ def _index_list(value, bound, source, key, what):
         if isinstance(index, bool) or not isinstance(index, int):
             raise SpecError(source, f"{key}[{i}]", f"expected an integer index, got {index!r}")
         if not 0 <= index < bound:
-            raise SpecError(source, f"{key}[{i}]", f"index {index} out of range: there are {bound} {what}s (0..{bound - 1})")
+            raise SpecError(
+                source, f"{key}[{i}]", f"index {index} out of range: there are {bound} {what}s (0..{bound - 1})"
+            )
         if index in indices:
             raise SpecError(source, f"{key}[{i}]", f"index {index} repeated")
         indices.append(index)
@@ -421,7 +451,9 @@ def _read_networks(entries, num_datapoints, num_inputs, num_outputs, training, s
         if not isinstance(raw_pathways, list) or not raw_pathways:
             raise SpecError(source, f"network[{name}].pathway", "a network needs at least one [[network.pathway]]")
         if len(raw_pathways) > MAX_PATHWAYS:
-            raise SpecError(source, f"network[{name}].pathway", f"{len(raw_pathways)} pathways; the limit is {MAX_PATHWAYS}")
+            raise SpecError(
+                source, f"network[{name}].pathway", f"{len(raw_pathways)} pathways; the limit is {MAX_PATHWAYS}"
+            )
         default_units = max(1, training.hidden_units // len(raw_pathways))
         pathways = []
         for j, raw in enumerate(raw_pathways):
@@ -436,10 +468,30 @@ def _read_networks(entries, num_datapoints, num_inputs, num_outputs, training, s
             pathways.append(
                 Pathway(
                     name=pname,
-                    active=_index_list(raw.get("active", list(range(num_datapoints))), num_datapoints, source, f"{prefix}.active", "datapoint"),
-                    inputs=_index_list(raw.get("inputs", list(range(num_inputs))), num_inputs, source, f"{prefix}.inputs", "input feature"),
-                    outputs=_index_list(raw.get("outputs", list(range(num_outputs))), num_outputs, source, f"{prefix}.outputs", "target feature"),
-                    hidden_layers=_positive_int(raw.get("hidden_layers", 1), source, f"{prefix}.hidden_layers", MAX_HIDDEN_LAYERS),
+                    active=_index_list(
+                        raw.get("active", list(range(num_datapoints))),
+                        num_datapoints,
+                        source,
+                        f"{prefix}.active",
+                        "datapoint",
+                    ),
+                    inputs=_index_list(
+                        raw.get("inputs", list(range(num_inputs))),
+                        num_inputs,
+                        source,
+                        f"{prefix}.inputs",
+                        "input feature",
+                    ),
+                    outputs=_index_list(
+                        raw.get("outputs", list(range(num_outputs))),
+                        num_outputs,
+                        source,
+                        f"{prefix}.outputs",
+                        "target feature",
+                    ),
+                    hidden_layers=_positive_int(
+                        raw.get("hidden_layers", 1), source, f"{prefix}.hidden_layers", MAX_HIDDEN_LAYERS
+                    ),
                     units=_positive_int(raw.get("units", default_units), source, f"{prefix}.units", MAX_UNITS),
                 )
             )

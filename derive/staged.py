@@ -36,7 +36,9 @@ class StagedDerivation:
                 self.first = self.network.pathway(first)
             except KeyError:
                 known = ", ".join(p.name for p in self.network.pathways)
-                raise DerivationError(f"network {self.network.name!r} has no pathway {first!r} (known: {known})") from None
+                raise DerivationError(
+                    f"network {self.network.name!r} has no pathway {first!r} (known: {known})"
+                ) from None
         self.rest = tuple(p for p in self.network.pathways if p.name != self.first.name)
 
     @cached_property

@@ -10,14 +10,16 @@ datapoints or outputs.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
 
 import sympy
 from sympy.polys.matrices import DomainMatrix
 
-from .modes import has_parametric_radicals, tidy, vanishes
+from . import algebraic
+from .modes import PRECISION_DIGITS, has_parametric_radicals, tidy, vanishes
 
 if TYPE_CHECKING:
     from .derivation import NetworkDerivation
@@ -30,7 +32,15 @@ def domain_matrix(matrix) -> DomainMatrix:
         return DomainMatrix.zeros((rows, cols), sympy.QQ)
     matrix = sympy.Matrix(matrix)
     if not matrix.free_symbols and not matrix.has(sympy.Float) and not all(e.is_Rational for e in matrix):
-        try:  # radicals: an algebraic field Q(sqrt(a), ...) is far faster than SymPy expressions
+        # algebraic numbers (CRootOf, rational radicals) as generators of a polynomial ring over Q
+        # (see derive.algebraic): unifying two such rings is free, while unifying two number
+        # fields Q(sqrt(a)), Q(sqrt(b)) builds their compositum for every entry
+        substitution = algebraic.generators_of(matrix)
+        converted = [[e.xreplace(substitution) for e in row] for row in matrix.tolist()]
+        result = DomainMatrix.from_list_sympy(rows, cols, converted)
+        if algebraic.is_generator_ring(result.domain) and result.domain.domain in (sympy.ZZ, sympy.QQ):
+            return result.convert_to(algebraic.generator_ring(result.domain))
+        try:  # nested radicals: an algebraic field is still far faster than SymPy expressions
             return DomainMatrix.from_list_sympy(rows, cols, matrix.tolist(), extension=True)
         except (sympy.polys.polyerrors.PolynomialError, NotImplementedError, ValueError):
             pass
@@ -52,9 +62,50 @@ def product(*matrices: DomainMatrix) -> DomainMatrix:
     return result
 
 
+def _to_sympy(domain, element) -> sympy.Expr:
+    """A domain element as a SymPy expression, with algebraic generators back as numbers."""
+    return algebraic.element_to_sympy(domain, element)
+
+
+def scaled_hadamard(
+    first: DomainMatrix, second: DomainMatrix, row_scales, column_scales
+) -> list[list[sympy.Expr]] | None:
+    """``first[k, l] * second[k, l] * row_scales[k] * column_scales[l]`` exactly, when the matrices
+    hold algebraic generators (see :mod:`derive.algebraic`), in their polynomial ring and
+    reduced there; an entry whose value is below ``10^-(PRECISION_DIGITS - 10)`` is exactly 0.
+    ``None`` for other domains (the caller works on SymPy entries)."""
+    if not (algebraic.is_generator_ring(first.domain) or algebraic.is_generator_ring(second.domain)):
+        return None
+    scales = [algebraic.to_generators(e) for e in (*row_scales, *column_scales)]
+    extra = sympy.QQ.poly_ring(
+        *sorted(set().union(*(e.free_symbols for e in scales)) or {sympy.Dummy()}, key=lambda s: s.name)
+    )
+    ring = algebraic.generator_ring(first.domain, second.domain, extra)
+    a, b = first.convert_to(ring).to_list(), second.convert_to(ring).to_list()
+    rows = [algebraic.element_from_sympy(ring, e) for e in row_scales]
+    columns = [algebraic.element_from_sympy(ring, e) for e in column_scales]
+    if any(e is None for e in (*rows, *columns)):
+        return None
+    result = []
+    for k, (row_a, row_b) in enumerate(zip(a, b)):
+        line = []
+        for l, (x, y) in enumerate(zip(row_a, row_b)):
+            value = x * y
+            if value:
+                value = algebraic.reduce_element(
+                    algebraic.reduce_element(algebraic.reduce_element(value) * rows[k]) * columns[l]
+                )
+            if not value or algebraic.element_magnitude(value) < 10.0 ** (-(PRECISION_DIGITS - 10)):
+                line.append(sympy.Integer(0))
+            else:
+                line.append(algebraic.element_to_sympy(ring, value))
+        result.append(line)
+    return result
+
+
 def entries(matrix: DomainMatrix) -> list[list[sympy.Expr]]:
     domain = matrix.domain
-    return [[domain.to_sympy(e) for e in row] for row in matrix.to_list()]
+    return [[_to_sympy(domain, e) for e in row] for row in matrix.to_list()]
 
 
 def inner(first: DomainMatrix, second: DomainMatrix) -> sympy.Expr:
@@ -68,7 +119,7 @@ def inner(first: DomainMatrix, second: DomainMatrix) -> sympy.Expr:
     for row_a, row_b in zip(a.to_list(), b.to_list()):
         for x, y in zip(row_a, row_b):
             total += x * y
-    return domain.to_sympy(total)
+    return _to_sympy(domain, total)
 
 
 def same_multiset(first: Sequence, second: Sequence, equal=None) -> bool:
@@ -126,13 +177,18 @@ class GroupReduction:
     def decoupled(self) -> bool:
         """Exact, and each shared trajectory sees only itself: one logistic closed form each."""
         size = self.coupling.rows
-        return self.exact and all(self.coupling[i, j] == 0 or vanishes(self.coupling[i, j]) for i in range(size) for j in range(size) if i != j)
+        return self.exact and all(
+            self.coupling[i, j] == 0 or vanishes(self.coupling[i, j])
+            for i in range(size)
+            for j in range(size)
+            if i != j
+        )
 
 
 class Symmetry:
     """Singular classes, symmetric groups and the group reduction of one derivation."""
 
-    def __init__(self, derivation: "NetworkDerivation"):
+    def __init__(self, derivation: NetworkDerivation):
         self.derivation = derivation
 
     # --- exact operands, built once ------------------------------------------------------------
@@ -146,7 +202,9 @@ class Symmetry:
             pathways = self.derivation.network.pathways
             rows_q = {o: r for r, o in enumerate(pathways[q].outputs)}
             sparse = {i: {rows_q[o]: sympy.QQ.one} for i, o in enumerate(pathways[p].outputs) if o in rows_q}
-            self._overlaps[(p, q)] = DomainMatrix(sparse, (len(pathways[p].outputs), len(pathways[q].outputs)), sympy.QQ)
+            self._overlaps[(p, q)] = DomainMatrix(
+                sparse, (len(pathways[p].outputs), len(pathways[q].outputs)), sympy.QQ
+            )
         return self._overlaps[(p, q)]
 
     @cached_property
@@ -162,12 +220,29 @@ class Symmetry:
     # --- per pathway ---------------------------------------------------------------------
     @cached_property
     def raw_vectors(self) -> tuple[tuple[DomainMatrix, DomainMatrix], ...]:
-        """Per pathway, ``(U_raw, V_raw)`` with one column per mode."""
+        """Per pathway, ``(U_raw, V_raw)`` with one column per mode, exact."""
+        return self._stacked(exact=True)
+
+    @cached_property
+    def comparison_vectors(self) -> tuple[tuple[DomainMatrix, DomainMatrix], ...]:
+        """:attr:`raw_vectors`, except that modes with ``CRootOf`` values enter at
+        ``PRECISION_DIGITS`` digits. Groups and the group reduction only compare these products
+        (by :func:`vanishes`, which evaluates them anyway); exact products over several degree-8
+        fields cost minutes on Section 4 there. The couplings use :attr:`raw_vectors`."""
+        return self._stacked(exact=False)
+
+    def _raw(self, mode, exact: bool):
+        if exact or mode.kind != "algebraic":
+            return mode.u_raw, mode.v_raw, mode.raw_norm2
+        return tuple(sympy.N(x, PRECISION_DIGITS + 10) for x in (mode.u_raw, mode.v_raw, mode.raw_norm2))
+
+    def _stacked(self, exact: bool) -> tuple[tuple[DomainMatrix, DomainMatrix], ...]:
         result = []
         for pd in self.derivation.pathways:
             outputs, inputs = len(pd.pathway.outputs), len(pd.pathway.inputs)
-            u = sympy.Matrix.hstack(*[m.u_raw for m in pd.modes]) if pd.modes else sympy.zeros(outputs, 0)
-            v = sympy.Matrix.hstack(*[m.v_raw for m in pd.modes]) if pd.modes else sympy.zeros(inputs, 0)
+            raws = [self._raw(m, exact) for m in pd.modes]
+            u = sympy.Matrix.hstack(*[r[0] for r in raws]) if raws else sympy.zeros(outputs, 0)
+            v = sympy.Matrix.hstack(*[r[1] for r in raws]) if raws else sympy.zeros(inputs, 0)
             result.append((domain_matrix(u), domain_matrix(v)))
         return tuple(result)
 
@@ -175,7 +250,7 @@ class Symmetry:
     def classes(self) -> tuple[tuple[SingularClass, ...], ...]:
         """Per pathway, its modes grouped by equal singular value, in order of first appearance."""
         result = []
-        for p, pd in enumerate(self.derivation.pathways):
+        for pd in self.derivation.pathways:
             members: list[list[int]] = []
             for k, mode in enumerate(pd.modes):
                 for group in members:
@@ -189,7 +264,8 @@ class Symmetry:
                 modes = [pd.modes[k] for k in group]
                 scaled = sympy.zeros(len(pd.pathway.outputs), len(pd.pathway.inputs))
                 for mode in modes:
-                    scaled += mode.u_raw * mode.v_raw.T / mode.raw_norm2
+                    u_raw, v_raw, raw_norm2 = self._raw(mode, exact=False)
+                    scaled += u_raw * v_raw.T / raw_norm2
                 variance = tidy(sum((m.d for m in modes), sympy.Integer(0)) / len(modes))
                 classes.append(SingularClass(tuple(group), modes[0].s, domain_matrix(scaled), variance))
             result.append(tuple(classes))
@@ -200,23 +276,32 @@ class Symmetry:
         """Squared Frobenius norms of ``U_p^T E_p^T E_q U_q`` and ``V_p^T Sigma_x(q, p)^T V_q`` for
         every other pathway ``q``: they do not depend on the basis inside degenerate classes."""
         d = self.derivation
-        outputs, inputs = [], []
-        u_p, v_p = self.raw_vectors[p]
-        scale_p = [1 / m.raw_norm2 for m in d.pathways[p].modes]
+        outputs: list[sympy.Expr] = []
+        inputs: list[sympy.Expr] = []
+        u_p, v_p = self.comparison_vectors[p]
+        scale_p = [1 / self._raw(m, exact=False)[2] for m in d.pathways[p].modes]
         for q in range(len(d.pathways)):
             if q == p:
                 continue
-            u_q, v_q = self.raw_vectors[q]
+            u_q, v_q = self.comparison_vectors[q]
             modes_q = d.pathways[q].modes
-            scale_q = [1 / m.raw_norm2 for m in modes_q]
+            scale_q = [1 / self._raw(m, exact=False)[2] for m in modes_q]
             a_out = entries(product(u_p.transpose(), self.overlap(p, q), u_q))
             a_in = entries(product(v_p.transpose(), self.correlation(q, p).transpose(), v_q))
             s2_p = [m.s**2 for m in d.pathways[p].modes]
             s2_q = [m.s**2 for m in modes_q]
-            outputs.append(tidy(sum(a_out[k][l] ** 2 * scale_p[k] * scale_q[l] for k in range(len(scale_p)) for l in range(len(scale_q)))))
-            inputs.append(
-                tidy(sum(a_in[k][l] ** 2 * scale_p[k] * scale_q[l] / (s2_p[k] * s2_q[l]) for k in range(len(scale_p)) for l in range(len(scale_q))))
+            norm_out = sum(
+                a_out[k][l] ** 2 * scale_p[k] * scale_q[l] for k in range(len(scale_p)) for l in range(len(scale_q))
             )
+            norm_in = sum(
+                a_in[k][l] ** 2 * scale_p[k] * scale_q[l] / (s2_p[k] * s2_q[l])
+                for k in range(len(scale_p))
+                for l in range(len(scale_q))
+            )
+            for norm, found in ((norm_out, outputs), (norm_in, inputs)):
+                # with algebraic (CRootOf) modes these sums only serve comparisons by ``vanishes``,
+                # which evaluates them at PRECISION_DIGITS anyway: expanding them exactly is wasted
+                found.append(sympy.N(norm, PRECISION_DIGITS + 10) if algebraic.has_roots(norm) else tidy(norm))
         return outputs, inputs
 
     @cached_property
@@ -270,7 +355,6 @@ class Symmetry:
         reported as a failure. With ``P = R / s``, the leak times ``s'^2`` is
         ``|T|^2 - sum_j <T, R_j>^2 / (s_j^2 m_j)`` for ``T = sum_q E_p^T E_q R_q Sigma_x(q, p)``:
         exact arithmetic on ``R``, rational for rational data."""
-        d = self.derivation
         groups = self.groups
         variables = [(g, j) for g, members in enumerate(groups) for j in range(len(self.classes[members[0]]))]
         position = {v: i for i, v in enumerate(variables)}

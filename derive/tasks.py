@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 from itertools import combinations
+from typing import Any
 
 from .errors import SpecError
 
@@ -18,7 +19,7 @@ PAPER_RING_BUMP = (0, Fraction(33, 100), Fraction(66, 100), 1, 1, Fraction(66, 1
 def hierarchy(items: int) -> list[list]:
     """Binary tree over ``items = 2^n`` leaves: one feature per tree node (1 + 2 + ... + P rows)."""
     if items < 1 or items & (items - 1):
-        raise SpecError("--items", "hierarchy", f"needs a power of two items, got {items}")
+        raise SpecError("hierarchy", "items", f"needs a power of two items, got {items}")
     rows, groups = [], 1
     while groups <= items:
         size = items // groups
@@ -31,7 +32,9 @@ def ring(items: int) -> list[list]:
     """The paper's ring block (8 items): a row of ones, the bump in all 8 cyclic shifts,
     then the first 6 shifts again (15 rows)."""
     if items != len(PAPER_RING_BUMP):
-        raise SpecError("--items", "ring", f"the paper's ring block is defined for {len(PAPER_RING_BUMP)} items, got {items}")
+        raise SpecError(
+            "ring", "items", f"the paper's ring block is defined for {len(PAPER_RING_BUMP)} items, got {items}"
+        )
     shifts = [list(PAPER_RING_BUMP[k:] + PAPER_RING_BUMP[:k]) for k in range(items)]
     return [[1] * items] + shifts + shifts[:6]
 
@@ -39,7 +42,7 @@ def ring(items: int) -> list[list]:
 def cross(items: int) -> list[list]:
     """The hierarchy with its quarter rows replaced by the item pairs {1,3}, {2,4}, {5,7}, {6,8}."""
     if items != 8:
-        raise SpecError("--items", "cross", f"the paper's cross block is defined for 8 items, got {items}")
+        raise SpecError("cross", "items", f"the paper's cross block is defined for 8 items, got {items}")
     rows = hierarchy(items)
     pairs = [(0, 2), (1, 3), (4, 6), (5, 7)]
     rows[3:7] = [[int(i in pair) for i in range(items)] for pair in pairs]
@@ -50,14 +53,14 @@ def chain(items: int) -> list[list]:
     """Saxe et al. 2019's chain (linear order): feature ``k`` is on for items ``k`` and ``k + 1``,
     so neighbours share a feature and the ends share none (``items - 1`` rows)."""
     if items < 2:
-        raise SpecError("--items", "chain", f"needs at least 2 items, got {items}")
+        raise SpecError("chain", "items", f"needs at least 2 items, got {items}")
     return [[int(i in (k, k + 1)) for i in range(items)] for k in range(items - 1)]
 
 
 def clusters(items: int) -> list[list]:
     """Saxe et al. 2019's clusters: items in groups of two, one feature per group and one per item."""
     if items < 2 or items % 2:
-        raise SpecError("--items", "clusters", f"needs an even number of items, got {items}")
+        raise SpecError("clusters", "items", f"needs an even number of items, got {items}")
     groups = [[int(i // 2 == g) for i in range(items)] for g in range(items // 2)]
     return groups + [[int(i == k) for i in range(items)] for k in range(items)]
 
@@ -73,12 +76,16 @@ def context_task(items: int, contexts: int, blocks: list[str], candidates: str |
     is a mean, so the same speed needs about ``0.001 N``; 0.01 with ``500 N`` epochs keeps
     discrete steps close to the continuous-time theory and lets every candidate finish."""
     if contexts < 2:
-        raise SpecError("--contexts", "K", f"the context task needs at least 2 contexts, got {contexts}")
+        raise SpecError("context_task", "contexts", f"the context task needs at least 2 contexts, got {contexts}")
     if len(blocks) != contexts:
-        raise SpecError("--blocks", "blocks", f"expected {contexts} block names (one per context), got {len(blocks)}")
+        raise SpecError(
+            "context_task", "blocks", f"expected {contexts} block names (one per context), got {len(blocks)}"
+        )
     for name in blocks:
         if name not in STRUCTURES:
-            raise SpecError("--blocks", name, f"unknown structure (known: {', '.join(sorted(STRUCTURES))})")
+            raise SpecError(
+                "context_task", "blocks", f"{name}: unknown structure (known: {', '.join(sorted(STRUCTURES))})"
+            )
     common = hierarchy(items)
     per_context = [STRUCTURES[name](items) for name in blocks]
     inputs, targets = [], []
@@ -89,16 +96,28 @@ def context_task(items: int, contexts: int, blocks: list[str], candidates: str |
             for k, block in enumerate(per_context):
                 row += [f[i] if k == c else 0 for f in block]
             targets.append(row)
-    spec = {
+    spec: dict[str, Any] = {
         "title": f"Context task: {items} items, {contexts} contexts, blocks {', '.join(blocks)}",
-        "data": {"inputs": inputs, "targets": targets, "contexts": [c + 1 for c in range(contexts) for _ in range(items)]},
-        "training": {"learning_rate": 0.01, "init_scale": 1e-4, "epochs": 500 * items * contexts, "hidden_units": 700, "seeds": 3},
+        "data": {
+            "inputs": inputs,
+            "targets": targets,
+            "contexts": [c + 1 for c in range(contexts) for _ in range(items)],
+        },
+        "training": {
+            "learning_rate": 0.01,
+            "init_scale": 1e-4,
+            "epochs": 500 * items * contexts,
+            "hidden_units": 700,
+            "seeds": 3,
+        },
         "network": [],
     }
     if candidates == "context-subsets":
         spec["network"] = context_subset_candidates(items, contexts)
     elif candidates is not None:
-        raise SpecError("--candidates", candidates, "unknown candidate family (known: context-subsets)")
+        raise SpecError(
+            "context_task", "candidates", f"{candidates}: unknown candidate family (known: context-subsets)"
+        )
     return spec
 
 
@@ -118,7 +137,9 @@ def context_subset_candidates(items: int, contexts: int) -> list[dict]:
 
     common = {"name": "common"}
     networks = [{"name": f"common+{j}", "pathway": [common] + subset_pathways(j)} for j in range(1, contexts)]
-    networks.append({"name": "common+all", "pathway": [common] + [p for j in range(1, contexts) for p in subset_pathways(j)]})
+    networks.append(
+        {"name": "common+all", "pathway": [common] + [p for j in range(1, contexts) for p in subset_pathways(j)]}
+    )
     return networks
 
 
@@ -156,3 +177,26 @@ def to_toml(spec: dict) -> str:
             lines.append("[[network.pathway]]")
             lines += [f"{k} = {value(v)}" for k, v in pathway.items()]
     return "\n".join(lines) + "\n"
+
+
+def xor_task() -> dict:
+    """Spec dictionary of the paper's Section 3 task (Figure 2): XoR on two inputs with a third
+    input ``+-Delta/2`` that makes the classes linearly separable, and its two candidate ReLNs,
+    ``linear`` (one pathway per class) and ``xor`` (one pathway per datapoint). The same task as
+    ``examples/xor.toml`` (a test keeps them equal)."""
+    return {
+        "title": "XoR with a linearly separable third dimension",
+        "parameters": {"Delta": 1.0},
+        "data": {
+            "inputs": [[1, 1, "Delta/2"], [1, -1, "-Delta/2"], [-1, 1, "-Delta/2"], [-1, -1, "Delta/2"]],
+            "targets": [[1], [-1], [-1], [1]],
+        },
+        "training": {"learning_rate": 0.01, "init_scale": 1e-4, "epochs": 12000, "hidden_units": 128, "seeds": 3},
+        "network": [
+            {
+                "name": "linear",
+                "pathway": [{"name": "positive", "active": [0, 3]}, {"name": "negative", "active": [1, 2]}],
+            },
+            {"name": "xor", "pathway": [{"name": f"point{n}", "active": [n]} for n in range(4)]},
+        ],
+    }

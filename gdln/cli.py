@@ -15,6 +15,7 @@ from pathlib import Path
 from derive.errors import GdlnError, SpecError
 from derive.expressions import EvaluationError, evaluate, parse_expression
 from derive.spec import MAX_EPOCHS, MAX_SEEDS
+from numeric.precision import use_x64
 from verify.checks import GdlnWarning
 from verify.files import check_writable, finite_json, write_atomic
 
@@ -52,6 +53,7 @@ def _emit(report: dict, as_json: bool, render) -> None:
     if as_json:
         # strict JSON: a non-finite number becomes null, and the report lists where and what it was
         clean, replaced = finite_json(report)
+        assert isinstance(clean, dict)  # a dict stays a dict
         if replaced:
             clean["non_finite"] = replaced
         json.dump(clean, sys.stdout, indent=2, allow_nan=False)
@@ -84,12 +86,16 @@ def _render_race(report):
         if "staged" in n:
             st = n["staged"]
             kind = "closed form" if st["rest_closed_form"] else "reduced flow"
-            print(f"    staged ({st['first']} first, the rest on its residual, {kind}): max deviation {st['max_deviation']:.4f}")
+            print(
+                f"    staged ({st['first']} first, the rest on its residual, {kind}): max deviation {st['max_deviation']:.4f}"
+            )
     print(f"ranking: {', '.join(report['ranking'])}")
     print(f"winner: {report['winner']}")
     for c in report["crossovers"]:
         a, b = c["networks"]
-        print(f"crossover {a} / {b}: {c['parameter']}* = {c['expr']} = {c['value']:.6g} (faster below: {c['faster_below']}, above: {c['faster_above']})")
+        print(
+            f"crossover {a} / {b}: {c['parameter']}* = {c['expr']} = {c['value']:.6g} (faster below: {c['faster_below']}, above: {c['faster_above']})"
+        )
 
 
 def _render_derive_full(report):
@@ -131,7 +137,9 @@ def _render_derive(report):
         rows, cols = p["shape"]
         print(f"  {p['name']}: on {p['gate']}; Sigma_yx {rows}x{cols}, rank {p['rank']}; depth {p['depth']}")
         for c in p["classes"]:
-            d = _value_text(c["d"], c["kind"], c["degree"]).replace(f"algebraic, s^2 of degree {c['degree']}", "algebraic, in Q(s^2)")
+            d = _value_text(c["d"], c["kind"], c["degree"]).replace(
+                f"algebraic, s^2 of degree {c['degree']}", "algebraic, in Q(s^2)"
+            )
             print(f"    s = {_value_text(c['s'], c['kind'], c['degree'])}  x{c['multiplicity']}   d = {d}")
     system = report["system"]
     variables = system["variables"]
@@ -146,20 +154,28 @@ def _render_derive(report):
     else:
         why = "; ".join(a["shared_basis_failures"] or a["failures"][:1]) or "no shared trajectories"
         print(f"reduced system: one strength per mode ({len(variables)} modes; group reduction not exact: {why})")
-        print(f"  {system['equation']}, C with diagonal d and {len(system['coupling'])} non-zero couplings (--full or --json lists them)")
-    print(f"mutually diagonalisable: {a['mutually_diagonalisable']}; pathways interact: {a['pathways_interact']}; closed form: {a['closed_form']}")
+        print(
+            f"  {system['equation']}, C with diagonal d and {len(system['coupling'])} non-zero couplings (--full or --json lists them)"
+        )
+    print(
+        f"mutually diagonalisable: {a['mutually_diagonalisable']}; pathways interact: {a['pathways_interact']}; closed form: {a['closed_form']}"
+    )
     for failure in a["failures"][:3]:
         print(f"  {failure}")
     if len(a["failures"]) > 3:
         print(f"  ... and {len(a['failures']) - 3} more")
     for value in a.get("algebraic_values", []):
-        print(f"  {value['pathway']}: {value['modes']} singular value(s) with no radical form (algebraic of degree {value['degree']})")
+        print(
+            f"  {value['pathway']}: {value['modes']} singular value(s) with no radical form (algebraic of degree {value['degree']})"
+        )
     print(f"groups of symmetric pathways: {a['symmetric_groups']}")
     print(f"initial loss {_value_text(report['loss']['initial'])}; loss closed form: {report['loss']['closed_form']}")
     print(f"speed = {_value_text(report['speed'])}")
     for c in report.get("crossovers", []):
         first, second = c["networks"]
-        print(f"crossover with {second if first == report['network'] else first}: {c['parameter']}* = {c['expr']} = {c['value']:.6g}")
+        print(
+            f"crossover with {second if first == report['network'] else first}: {c['parameter']}* = {c['expr']} = {c['value']:.6g}"
+        )
 
 
 def _render_simulate(report):
@@ -171,26 +187,32 @@ def _render_simulate(report):
 def _render_verify(report):
     print("parameters: " + ", ".join(f"{k} = {v:g}" for k, v in report["parameters"].items()))
     for n in report["networks"]:
-        print(f"  {n['name']:<16} max deviation {n['max_deviation']:.4f}   t_half predicted {_fmt(n['t_half_predicted'])}   ReLU {_fmt(n['t_half_relu'])}")
+        print(
+            f"  {n['name']:<16} max deviation {n['max_deviation']:.4f}   t_half predicted {_fmt(n['t_half_predicted'])}   ReLU {_fmt(n['t_half_relu'])}"
+        )
     print(f"the ReLU network follows: {report['follows']}")
     census = report.get("census")
     if census:
         shares = ", ".join(f"{k} {v:.2f}" for k, v in sorted(census["fractions"].items(), key=lambda kv: -kv[1]))
         print(f"hidden units by gate pattern ({census['units']} learned units): {shares}")
-        shares = ", ".join(f"{k} {v:.2f}" for k, v in sorted(census["majority_fractions"].items(), key=lambda kv: -kv[1]))
+        shares = ", ".join(
+            f"{k} {v:.2f}" for k, v in sorted(census["majority_fractions"].items(), key=lambda kv: -kv[1])
+        )
         print(f"  counting a unit on in a context where it is on for most items: {shares}")
     if report.get("mds"):
-        print(f"MDS: ReLU vs {report['mds']['network']} representations, Procrustes disparity {report['mds']['procrustes_disparity']:.4f}")
+        print(
+            f"MDS: ReLU vs {report['mds']['network']} representations, Procrustes disparity {report['mds']['procrustes_disparity']:.4f}"
+        )
 
 
 def cmd_derive(args):
     from derive.crossover import crossovers
     from derive.latex import derivation_latex
-    from verify.models import TaskModels
+    from numeric.prediction import TaskPredictions
     from verify.reports import derive_report
 
     task = _load(args)
-    models = TaskModels(task)
+    models = TaskPredictions(task)
     overrides = _overrides(args)
     report = derive_report(task, args.network, overrides, models)
     if args.latex or args.latex_fragment:
@@ -257,10 +279,10 @@ def _indices(text: str, source: str, bound: int, what: str) -> list[int]:
 
 
 def _numeric_inputs(task, args):
-    from verify.models import TaskModels
+    from numeric.prediction import TaskPredictions
 
     values = task.values(_overrides(args))
-    inputs, _ = TaskModels(task).dataset([values[s] for s in task.parameters])
+    inputs, _ = TaskPredictions(task).dataset([values[s] for s in task.parameters])
     return inputs
 
 
@@ -271,7 +293,13 @@ def cmd_realizable(args):
     pattern = _indices(args.pattern, "--pattern", task.num_datapoints, "pattern")
     ok, witness = realizable(_numeric_inputs(task, args), pattern)
     report = {"pattern": pattern, "realizable": ok, "witness": None if witness is None else [float(w) for w in witness]}
-    _emit(report, args.json, lambda r: print(f"pattern {r['pattern']}: {'realizable, w = ' + str(r['witness']) if r['realizable'] else 'not realizable by one ReLU unit without bias'}"))
+    _emit(
+        report,
+        args.json,
+        lambda r: print(
+            f"pattern {r['pattern']}: {'realizable, w = ' + str(r['witness']) if r['realizable'] else 'not realizable by one ReLU unit without bias'}"
+        ),
+    )
 
 
 def cmd_lemma(args):
@@ -281,7 +309,11 @@ def cmd_lemma(args):
 
     task = _load(args)
     if task.num_datapoints > MAX_LEMMA_DATAPOINTS:
-        raise SpecError(task.source, "data.inputs", f"{task.num_datapoints} datapoints; lemma enumerates at most {MAX_LEMMA_DATAPOINTS}")
+        raise SpecError(
+            task.source,
+            "data.inputs",
+            f"{task.num_datapoints} datapoints; lemma enumerates at most {MAX_LEMMA_DATAPOINTS}",
+        )
     inputs = np.asarray(_numeric_inputs(task, args))
     groups = {"single-datapoint": [frozenset([n]) for n in range(task.num_datapoints)]}
     if args.context_columns:
@@ -293,18 +325,29 @@ def cmd_lemma(args):
             unions.append(frozenset().union(*[c for k, c in enumerate(classes.values()) if mask >> k & 1]))
         groups = {"context-only": unions, **groups}
     report = enumerate_patterns(inputs, groups)
-    _emit(report, args.json, lambda r: print(f"{r['realizable']} realizable patterns of {r['datapoints']} datapoints: {r['by_group']}"))
+    _emit(
+        report,
+        args.json,
+        lambda r: print(f"{r['realizable']} realizable patterns of {r['datapoints']} datapoints: {r['by_group']}"),
+    )
 
 
 def cmd_task(args):
     from derive.tasks import context_task, to_toml
 
     blocks = [b.strip() for b in args.blocks.split(",") if b.strip()]
-    sys.stdout.write(to_toml(context_task(args.items, args.contexts, blocks, args.candidates)))
+    try:
+        spec = context_task(args.items, args.contexts, blocks, args.candidates)
+    except SpecError as error:  # the builder names its argument; here it is a flag
+        problem = error.problem if error.source == "context_task" else f"{error.source}: {error.problem}"
+        raise SpecError("gdln task context", f"--{error.key}", problem) from None
+    sys.stdout.write(to_toml(spec))
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="gdln", description="Exact learning dynamics of gated deep linear networks and ReLU networks.")
+    parser = _Parser(
+        prog="gdln", description="Exact learning dynamics of gated deep linear networks and ReLU networks."
+    )
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     def with_spec(name, help_text):
@@ -316,14 +359,22 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = with_spec("derive", "effective datasets, modes, ODEs, closed forms and loss of one network")
     p.add_argument("--network", required=True)
-    p.add_argument("--latex", metavar="FILE", help="write the derivation as a complete LaTeX document (pdflatex, amsmath)")
+    p.add_argument(
+        "--latex", metavar="FILE", help="write the derivation as a complete LaTeX document (pdflatex, amsmath)"
+    )
     p.add_argument("--latex-fragment", metavar="FILE", help="write the body alone, to \\input into a paper")
     p.add_argument("--full", action="store_true", help="print every matrix, mode and coupling, not the summary")
     p.set_defaults(run=cmd_derive)
 
     p = with_spec("race", "rank the candidate networks and find crossovers")
-    p.add_argument("--staged", action="store_true", help="also report the staged approximation (first pathway, then the rest on its residual) and its error")
-    p.add_argument("--strict", action="store_true", help="treat warnings (e.g. a learning rate that diverges) as errors")
+    p.add_argument(
+        "--staged",
+        action="store_true",
+        help="also report the staged approximation (first pathway, then the rest on its residual) and its error",
+    )
+    p.add_argument(
+        "--strict", action="store_true", help="treat warnings (e.g. a learning rate that diverges) as errors"
+    )
     p.set_defaults(run=cmd_race)
 
     for name, help_text, run in (
@@ -336,7 +387,9 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--out", metavar="FILE.npz", help="write the loss curves")
         p.add_argument("--seeds", type=int, help="number of seeds (0, 1, ...)")
         p.add_argument("--epochs", type=int)
-        p.add_argument("--strict", action="store_true", help="treat warnings (e.g. a learning rate that diverges) as errors")
+        p.add_argument(
+            "--strict", action="store_true", help="treat warnings (e.g. a learning rate that diverges) as errors"
+        )
         p.set_defaults(run=run)
 
     p = with_spec("realizable", "can one ReLU unit without bias be on exactly at these datapoints?")
@@ -364,6 +417,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
+    use_x64()  # gdln computes in 64-bit; importing its packages does not switch it on
     for flag, limit in (("seeds", MAX_SEEDS), ("epochs", MAX_EPOCHS)):
         value = getattr(args, flag, None)
         if value is not None and value < 1:
@@ -388,7 +442,10 @@ def main(argv=None) -> int:
             print(f"gdln: error: {source}: input nested too deeply to process (RecursionError)", file=sys.stderr)
             return 2
         except (OverflowError, MemoryError) as error:
-            print(f"gdln: error: {source}: numbers or arrays too large: {type(error).__name__}: {_one_line(error)}", file=sys.stderr)
+            print(
+                f"gdln: error: {source}: numbers or arrays too large: {type(error).__name__}: {_one_line(error)}",
+                file=sys.stderr,
+            )
             return 2
         except KeyboardInterrupt:
             return 130

@@ -1,19 +1,23 @@
-"""JAX side of gdln: compiled closed forms, ODE integration, and network training (64-bit)."""
+"""JAX side of gdln: compiled closed forms, ODE integration, and network training.
 
-import jax
+Computations are meant for 64-bit JAX; importing this package does not switch it on. Call
+:func:`use_x64` (the CLI does) or work inside ``with x64(): ...``.
+"""
 
-jax.config.update("jax_enable_x64", True)
-
-from .compile import compile_expressions, generate_ode_function  # noqa: E402
-from .data import NumericDataset  # noqa: E402
-from .integrate import integrate_ode  # noqa: E402
-from .race import CompiledNetwork, crossing_time  # noqa: E402
-from .training import GdlnLayout, gdln_layout, train_gdln, train_relu  # noqa: E402
+from .compile import compile_expressions, generate_ode_function
+from .data import NumericDataset
+from .integrate import integrate_ode
+from .precision import use_x64, x64
+from .prediction import Prediction, TaskPredictions
+from .race import CompiledNetwork, crossing_time
+from .training import GdlnLayout, gdln_layout, train_gdln, train_relu
 
 __all__ = [
     "CompiledNetwork",
     "GdlnLayout",
     "NumericDataset",
+    "Prediction",
+    "TaskPredictions",
     "compile_expressions",
     "crossing_time",
     "gdln_layout",
@@ -21,4 +25,6 @@ __all__ = [
     "integrate_ode",
     "train_gdln",
     "train_relu",
+    "use_x64",
+    "x64",
 ]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import jax
 import jax.numpy as jnp
@@ -40,7 +40,9 @@ def compile_expressions(exprs, args: Sequence[sympy.Symbol], name: str = "compil
     return jax.jit(evaluate)
 
 
-def generate_ode_function(rates: Sequence[sympy.Expr], state: Sequence[sympy.Symbol], args: Sequence[sympy.Symbol], name: str = "race_ode"):
+def generate_ode_function(
+    rates: Sequence[sympy.Expr], state: Sequence[sympy.Symbol], args: Sequence[sympy.Symbol], name: str = "race_ode"
+):
     """``f(t, y, args)`` for ``diffrax.ODETerm`` from ``dy/dt = rates(y; args)``.
 
     ``y`` holds ``state`` in order and ``args`` is a tuple in the order of ``args``;
@@ -52,8 +54,5 @@ def generate_ode_function(rates: Sequence[sympy.Expr], state: Sequence[sympy.Sym
         return compiled(*[y[i] for i in range(len(state))], *args_values)
 
     f.__name__ = name
-    f.__doc__ = (
-        f"{name}(t, y, args): dy/dt of the race reduction.\n"
-        f"y = ({_names(state)})\nargs = ({_names(args)})"
-    )
+    f.__doc__ = f"{name}(t, y, args): dy/dt of the race reduction.\ny = ({_names(state)})\nargs = ({_names(args)})"
     return f

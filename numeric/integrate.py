@@ -11,7 +11,9 @@ import jax.numpy as jnp
 import numpy as np
 
 
-def _solve(f, y0, t0, t1, args, saveat, rtol: float, atol: float, max_steps: int, dtmax: float | None, throw: bool = True):
+def _solve(
+    f, y0, t0, t1, args, saveat, rtol: float, atol: float, max_steps: int, dtmax: float | None, throw: bool = True
+):
     """One Tsit5 solve of ``dy/dt = f(t, y, args)`` from ``y0`` at ``t0`` to ``t1`` (x64, PID steps)."""
     return diffrax.diffeqsolve(
         diffrax.ODETerm(f),
@@ -22,13 +24,17 @@ def _solve(f, y0, t0, t1, args, saveat, rtol: float, atol: float, max_steps: int
         y0=jnp.asarray(y0, dtype=jnp.float64),
         args=args,
         saveat=saveat,
-        stepsize_controller=diffrax.PIDController(rtol=rtol, atol=atol, dtmax=None if dtmax is None else jnp.float64(dtmax)),
+        stepsize_controller=diffrax.PIDController(
+            rtol=rtol, atol=atol, dtmax=None if dtmax is None else jnp.float64(dtmax)
+        ),
         max_steps=max_steps,
         throw=throw,
     )
 
 
-def integrate_ode(f, y0, ts, args, rtol: float = 1e-10, atol: float = 1e-14, max_steps: int = 1_000_000, dtmax: float | None = None):
+def integrate_ode(
+    f, y0, ts, args, rtol: float = 1e-10, atol: float = 1e-14, max_steps: int = 1_000_000, dtmax: float | None = None
+):
     """Solve ``dy/dt = f(t, y, args)`` from ``y0`` at ``ts[0]``; returns ``y`` at every ``ts`` (rows)."""
     ts = jnp.asarray(ts, dtype=jnp.float64)
     return _solve(f, y0, ts[0], ts[-1], args, diffrax.SaveAt(ts=ts), rtol, atol, max_steps, dtmax).ys
@@ -37,7 +43,17 @@ def integrate_ode(f, y0, ts, args, rtol: float = 1e-10, atol: float = 1e-14, max
 _STEPS_PER_SEGMENT = 1024
 
 
-def solver_steps(f, y0, t0, t1, args, rtol: float = 1e-10, atol: float = 1e-14, steps: int = _STEPS_PER_SEGMENT, dtmax: float | None = None):
+def solver_steps(
+    f,
+    y0,
+    t0,
+    t1,
+    args,
+    rtol: float = 1e-10,
+    atol: float = 1e-14,
+    steps: int = _STEPS_PER_SEGMENT,
+    dtmax: float | None = None,
+):
     """Up to ``steps`` accepted Tsit5 steps of ``dy/dt = f(t, y, args)`` from ``y0`` at ``t0``
     towards ``t1``: ``(ts, ys)`` at the end of every accepted step (numpy, finite rows only).
 
@@ -51,6 +67,8 @@ def solver_steps(f, y0, t0, t1, args, rtol: float = 1e-10, atol: float = 1e-14, 
     return ts[keep], np.asarray(solution.ys)[keep], failed
 
 
-def integrate_to(f, y0, t0, t1, args, rtol: float = 1e-10, atol: float = 1e-14, max_steps: int = 100_000, dtmax: float | None = None):
+def integrate_to(
+    f, y0, t0, t1, args, rtol: float = 1e-10, atol: float = 1e-14, max_steps: int = 100_000, dtmax: float | None = None
+):
     """``y(t1)`` of ``dy/dt = f(t, y, args)`` from ``y0`` at ``t0`` (one Tsit5 solve)."""
     return _solve(f, y0, t0, t1, args, diffrax.SaveAt(t1=True), rtol, atol, max_steps, dtmax).ys[-1]

@@ -100,9 +100,21 @@ def monotone_crossing(loss_at: Callable[[float], float], level: float, scale: fl
     return brentq(lambda t: loss_at(t) - level, low, high, xtol=1e-300, rtol=CROSSING_RTOL, maxiter=500)
 
 
-def ode_race(f, y0, t0: float, args, loss_of_state, initial_loss: float, fractions: Sequence[float], horizon: float,
-             minimum_loss=None, rtol: float = 1e-10, atol: float = 1e-14, budget: int = STEP_BUDGET,
-             dtmax: float | None = None) -> RaceResult:
+def ode_race(
+    f,
+    y0,
+    t0: float,
+    args,
+    loss_of_state,
+    initial_loss: float,
+    fractions: Sequence[float],
+    horizon: float,
+    minimum_loss=None,
+    rtol: float = 1e-10,
+    atol: float = 1e-14,
+    budget: int = STEP_BUDGET,
+    dtmax: float | None = None,
+) -> RaceResult:
     """Crossings of ``fractions * initial_loss`` by the loss along ``dy/dt = f(t, y, args)`` from
     ``y0`` at ``t0``, with no sampling grid.
 
@@ -151,7 +163,11 @@ def ode_race(f, y0, t0: float, args, loss_of_state, initial_loss: float, fractio
                 return float(loss_of_state(state[None])[0]) - level
 
             end = float(ts[i])
-            result.crossings[fraction] = end if losses[i] == level else brentq(excess, t_start, end, xtol=1e-300, rtol=CROSSING_RTOL, maxiter=500)
+            result.crossings[fraction] = (
+                end
+                if losses[i] == level
+                else brentq(excess, t_start, end, xtol=1e-300, rtol=CROSSING_RTOL, maxiter=500)
+            )
             pending.pop(fraction)
         if len(ts):
             t, y, loss = float(ts[-1]), ys[-1], float(losses[-1])
@@ -167,7 +183,11 @@ def ode_race(f, y0, t0: float, args, loss_of_state, initial_loss: float, fractio
             break
         if t >= horizon:
             break
-        if minimum() is not None and loss - minimum() <= SETTLED_TOLERANCE * initial_loss and all(level < minimum() for level in pending.values()):
+        if (
+            minimum() is not None
+            and loss - minimum() <= SETTLED_TOLERANCE * initial_loss
+            and all(level < minimum() for level in pending.values())
+        ):
             break  # settled: within the tolerance of the least loss, and the pending levels lie below it
         if steps >= budget:
             result.stopped_at = t
@@ -191,13 +211,19 @@ class CompiledNetwork:
     def __init__(self, derivation: NetworkDerivation):
         self.derivation = derivation
         self.parameters = derivation.parameters
-        self.ode = generate_ode_function(derivation.rates, derivation.strengths, (TAU, *self.parameters), f"race_{derivation.network.name}")
-        self._loss_of_strengths = compile_expressions(derivation.loss_in_strengths, [*derivation.strengths, *self.parameters], "loss_of_strengths")
+        self.ode = generate_ode_function(
+            derivation.rates, derivation.strengths, (TAU, *self.parameters), f"race_{derivation.network.name}"
+        )
+        self._loss_of_strengths = compile_expressions(
+            derivation.loss_in_strengths, [*derivation.strengths, *self.parameters], "loss_of_strengths"
+        )
 
     @cached_property
     def _closed_strengths(self):
         d = self.derivation
-        return compile_expressions(list(d.closed_forms), [TIME, TAU, *self.parameters, *d.initial_strengths], "closed_strengths")
+        return compile_expressions(
+            list(d.closed_forms), [TIME, TAU, *self.parameters, *d.initial_strengths], "closed_strengths"
+        )
 
     @cached_property
     def _mode_values(self):
@@ -251,7 +277,9 @@ class CompiledNetwork:
             variances = [coupling[d.group_variable(ref), d.group_variable(ref)] for ref in d.mode_refs]
         else:
             variances = [d.mode(ref).d for ref in d.mode_refs]
-        return compile_expressions([*[d.mode(ref).s for ref in d.mode_refs], *variances], list(self.parameters), "logistic_values")
+        return compile_expressions(
+            [*[d.mode(ref).s for ref in d.mode_refs], *variances], list(self.parameters), "logistic_values"
+        )
 
     def logistic_parameters(self, values, tau: float = 1.0):
         """``(s, d)`` per mode with ``a_k(t) = formulas.mode_strength(s_k, d_k, a0_k, t, tau)`` the
@@ -268,7 +296,9 @@ class CompiledNetwork:
             expected = np.asarray(self.strengths(ts, a0, tau, values))
             got = np.asarray(log_mode_strength(s, d, np.log(a0), np.asarray(ts)[:, None], tau))
             if not np.allclose(got, expected, rtol=1e-8, atol=0.0):
-                raise RuntimeError(f"{self.derivation.network.name}: closed forms are not formulas.mode_strength in the (s, d) read off the derivation")
+                raise RuntimeError(
+                    f"{self.derivation.network.name}: closed forms are not formulas.mode_strength in the (s, d) read off the derivation"
+                )
         return s, d
 
     @cached_property
@@ -293,7 +323,12 @@ class CompiledNetwork:
 
     @cached_property
     def _loss_of_logs(self):
-        return jax.jit(jax.vmap(lambda y, values: self._loss_of_strengths(*[jnp.exp(y[k]) for k in range(y.shape[0])], *values), in_axes=(0, None)))
+        return jax.jit(
+            jax.vmap(
+                lambda y, values: self._loss_of_strengths(*[jnp.exp(y[k]) for k in range(y.shape[0])], *values),
+                in_axes=(0, None),
+            )
+        )
 
     def strengths_from_log(self, ts, log_a0, tau, values):
         """Mode strengths at ``ts`` from ``log a0``: the closed forms in log space
@@ -338,10 +373,22 @@ class CompiledNetwork:
         log_a0 = np.asarray(log_a0, dtype=np.float64)
         horizon = float(horizon)
         if not self.uses_closed_form:
-            loss_of_state = lambda ys: self._loss_of_logs(ys, values)
+
+            def loss_of_state(ys):
+                return self._loss_of_logs(ys, values)
+
             initial = float(loss_of_state(jnp.asarray(log_a0)[None])[0])
-            return ode_race(self.log_ode, log_a0, 0.0, (jnp.float64(tau), *[jnp.float64(v) for v in values]), loss_of_state,
-                            initial, fractions, horizon, lambda: self.minimum_loss(values))
+            return ode_race(
+                self.log_ode,
+                log_a0,
+                0.0,
+                (jnp.float64(tau), *[jnp.float64(v) for v in values]),
+                loss_of_state,
+                initial,
+                fractions,
+                horizon,
+                lambda: self.minimum_loss(values),
+            )
         s, d = self.logistic_parameters(values, tau)
         s_j, d_j, log_j = jnp.asarray(s), jnp.asarray(d), jnp.asarray(log_a0)
 
@@ -359,7 +406,9 @@ class CompiledNetwork:
             scale = float(np.min(tau / (2 * s) * np.maximum(1.0, np.log(s / d) - log_a0)))
         if not (math.isfinite(scale) and scale > 0):
             scale = float(tau)
-        result.crossings = {fraction: monotone_crossing(loss_at, fraction * initial, scale, horizon) for fraction in fractions}
+        result.crossings = {
+            fraction: monotone_crossing(loss_at, fraction * initial, scale, horizon) for fraction in fractions
+        }
         return result
 
 
@@ -379,15 +428,8 @@ def crossing_time(ts, curve, fraction: float) -> float:
     ts = jnp.asarray(ts, dtype=jnp.float64)
     curve = jnp.asarray(curve, dtype=jnp.float64)
     position = _first_crossing(curve, fraction * curve[0])
-    return float(jnp.interp(position, jnp.arange(ts.shape[0], dtype=jnp.float64), ts)) if jnp.isfinite(position) else float("nan")
-
-
-def closed_form_maps(compiled: CompiledNetwork, ts, a0, tau, values) -> dict:
-    """Per pathway name, ``W_p(t) = sum_k a_k(t) u_k v_k^T`` from the closed forms (or race ODE)."""
-    strengths = compiled.strengths(ts, a0, tau, values)
-    maps: dict = {}
-    for column, (ref, (_, _, u, v)) in enumerate(zip(compiled.derivation.mode_refs, compiled.modes(values))):
-        name = compiled.derivation.network.pathways[ref.pathway].name
-        term = strengths[:, column, None, None] * jnp.outer(u, v)[None]
-        maps[name] = maps[name] + term if name in maps else term
-    return maps
+    return (
+        float(jnp.interp(position, jnp.arange(ts.shape[0], dtype=jnp.float64), ts))
+        if jnp.isfinite(position)
+        else float("nan")
+    )

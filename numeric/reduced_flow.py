@@ -44,14 +44,37 @@ class ReducedFlow:
         # effective correlations: a context task has hundreds of correlation blocks whose
         # lambdified form takes far longer to trace than the few gated sums below.
         self._data_shape = (task.num_datapoints, task.num_inputs, task.num_outputs)
-        self._data = compile_expressions([*task.inputs, *task.targets], list(derivation.parameters), f"data_{derivation.network.name}")
+        self._data = compile_expressions(
+            [*task.inputs, *task.targets], list(derivation.parameters), f"data_{derivation.network.name}"
+        )
         self._active = [np.isin(np.arange(task.num_datapoints), list(p.active)).astype(float) for p in self.pathways]
         self.overlaps = [
-            [jnp.asarray(np.equal.outer(np.asarray(self.pathways[p].outputs), np.asarray(self.pathways[j].outputs)).astype(float)) for j in range(count)]
+            [
+                jnp.asarray(
+                    np.equal.outer(np.asarray(self.pathways[p].outputs), np.asarray(self.pathways[j].outputs)).astype(
+                        float
+                    )
+                )
+                for j in range(count)
+            ]
             for p in range(count)
         ]
         self.widths = [min(len(p.outputs), len(p.inputs)) for p in self.pathways]
-        _, self._unravel = ravel_pytree(self._chains_from(lambda p: (np.zeros(self.widths[p]), np.zeros((len(self.pathways[p].outputs), self.widths[p])), np.zeros((self.widths[p], len(self.pathways[p].inputs)))), np.ones(count)))
+        # the derived modes (s, u, v) of every pathway, through the one hand-off: never an SVD here
+        mode_exprs = [e for pd in derivation.pathways for m in pd.modes for e in (m.s, *m.u, *m.v)]
+        self._mode_values = compile_expressions(
+            mode_exprs, list(derivation.parameters), f"modes_{derivation.network.name}"
+        )
+        _, self._unravel = ravel_pytree(
+            self._chains_from(
+                lambda p: (
+                    np.zeros(self.widths[p]),
+                    np.zeros((len(self.pathways[p].outputs), self.widths[p])),
+                    np.zeros((self.widths[p], len(self.pathways[p].inputs))),
+                ),
+                np.ones(count),
+            )
+        )
         self.ode = self._make_ode()
 
     def correlations(self, values):
@@ -95,13 +118,19 @@ class ReducedFlow:
     def gradients(self, maps, sigma_yx, sigma_x):
         """``G_p = Sigma_yx(p) - sum_j E_p^T E_j W_j Sigma_x(j, p)``."""
         count = len(self.pathways)
-        return [sigma_yx[p] - sum(self.overlaps[p][j] @ maps[j] @ sigma_x[j][p] for j in range(count)) for p in range(count)]
+        return [
+            sigma_yx[p] - sum(self.overlaps[p][j] @ maps[j] @ sigma_x[j][p] for j in range(count)) for p in range(count)
+        ]
 
     def loss(self, maps, sigma_yx, sigma_x, power):
         """``L = 1/2 tr<yy^T> - sum_p tr(W_p Sigma_yx(p)^T) + 1/2 sum_jp tr(E_p^T E_j W_j Sigma_x(j, p) W_p^T)``."""
         count = len(self.pathways)
         linear = sum(jnp.sum(maps[p] * sigma_yx[p]) for p in range(count))
-        quadratic = sum(jnp.sum((self.overlaps[p][j] @ maps[j] @ sigma_x[j][p]) * maps[p]) for p in range(count) for j in range(count))
+        quadratic = sum(
+            jnp.sum((self.overlaps[p][j] @ maps[j] @ sigma_x[j][p]) * maps[p])
+            for p in range(count)
+            for j in range(count)
+        )
         return power / 2 - linear + quadratic / 2
 
     def _make_ode(self):
@@ -148,12 +177,12 @@ class ReducedFlow:
         return chains
 
     def initial_chains(self, a0, values):
-        """Balanced chains on each pathway's own modes: ``W_p(0) = a0_p sum_k u_k v_k^T``."""
-        sigma_yx, _, _ = self.correlations(values)
+        """Balanced chains on each pathway's own (derived) modes: ``W_p(0) = a0_p sum_k u_k v_k^T``."""
+        basis = self._basis(values)
 
         def modes_of(p):
-            u, s, vt = np.linalg.svd(np.asarray(sigma_yx[p]), full_matrices=False)
-            return (s > _RANK_TOLERANCE * max(s[0], _RANK_TOLERANCE)).astype(float), u, vt
+            mask, u, _, vt, _ = basis[p]
+            return mask, u, vt
 
         return self._chains_from(modes_of, a0)
 
@@ -171,15 +200,28 @@ class ReducedFlow:
         ts = np.asarray(ts, dtype=np.float64)
         t0, y0, scale = self.start(log_a0, tau, values)
         early = ts < t0
-        rows = [np.asarray(ravel_pytree(self._chains_at(self.linear_phase(log_a0, t, tau, values), values))[0]) for t in ts[early]]
+        rows = [
+            np.asarray(ravel_pytree(self._chains_at(self.linear_phase(log_a0, t, tau, values), values))[0])
+            for t in ts[early]
+        ]
         later = ts[~early]
         if len(later):
             grid = np.concatenate([[t0], later]) if later[0] > t0 else later
-            solved = np.asarray(integrate_ode(self.ode, y0, grid, args, rtol=rtol, atol=atol, dtmax=self._step_limit(scale, tau, values, rtol, atol)))
-            rows += list(solved[len(grid) - len(later):])
+            solved = np.asarray(
+                integrate_ode(
+                    self.ode,
+                    y0,
+                    grid,
+                    args,
+                    rtol=rtol,
+                    atol=atol,
+                    dtmax=self._step_limit(scale, tau, values, rtol, atol),
+                )
+            )
+            rows += list(solved[len(grid) - len(later) :])
         return jax.vmap(self._unravel)(jnp.asarray(np.stack(rows)))
 
-    def trajectory(self, ts, a0, tau, values, **tolerances) -> "FlowTrajectory":
+    def trajectory(self, ts, a0, tau, values, **tolerances) -> FlowTrajectory:
         return FlowTrajectory(self, self.solve(ts, a0, tau, values, **tolerances), values)
 
     def loss_curve_from_log(self, ts, log_a0, tau, values):
@@ -195,13 +237,24 @@ class ReducedFlow:
         return self._at_values("_basis_cache", self._compute_basis, values)
 
     def _compute_basis(self, values):
-        sigma_yx, sigma_x, _ = self.correlations(values)
-        out = []
-        for p in range(len(self.pathways)):
-            u, s, vt = np.linalg.svd(np.asarray(sigma_yx[p]), full_matrices=False)
-            mask = (s > _RANK_TOLERANCE * max(s[0], _RANK_TOLERANCE)).astype(float)
+        """The derived modes at ``values``, padded with zero modes to each chain's hidden width."""
+        _, sigma_x, _ = self.correlations(values)
+        flat = np.asarray(self._mode_values(*values), dtype=np.float64)
+        out, position = [], 0
+        for p, pd in enumerate(self.derivation.pathways):
+            outputs, inputs, width = len(self.pathways[p].outputs), len(self.pathways[p].inputs), self.widths[p]
+            u, s, vt = np.zeros((outputs, width)), np.zeros(width), np.zeros((width, inputs))
+            for k, _ in enumerate(pd.modes):
+                s[k] = flat[position]
+                u[:, k] = flat[position + 1 : position + 1 + outputs]
+                vt[k] = flat[position + 1 + outputs : position + 1 + outputs + inputs]
+                position += 1 + outputs + inputs
+            u = u * np.where(s < 0, -1.0, 1.0)[None, :]  # s >= 0 by derivation; kept so if a value flips it
+            s = np.abs(s)
+            scale = max(float(np.max(s)) if width else 0.0, _RANK_TOLERANCE)
+            mask = (s > _RANK_TOLERANCE * scale).astype(float)
             largest = float(np.max(np.linalg.eigvalsh(np.asarray(sigma_x[p][p])))) if sigma_x[p][p].size else 0.0
-            out.append((mask, u, s * mask, vt, largest))
+            out.append((mask, u * mask[None, :], s * mask, vt * mask[:, None], largest))
         return out
 
     def linear_phase(self, log_a0, t, tau, values):
@@ -211,7 +264,7 @@ class ReducedFlow:
         ``r^(2-D) = r0^(2-D) - (D-2) s t / tau`` deeper. The error terms are ``O(a d / s)``
         relative (the self-limitation ``- d a`` and the other pathways' ``O(a)`` share of the error)."""
         logs = []
-        for p, (mask, _, s, _, _) in enumerate(self._basis(values)):
+        for p, (_, _, s, _, _) in enumerate(self._basis(values)):
             depth, start = self.pathways[p].depth, float(log_a0[p])
             if depth == 2:
                 logs.append(start + 2.0 * s * t / tau)
@@ -262,7 +315,7 @@ class ReducedFlow:
         log_a0 = np.asarray(log_a0, dtype=np.float64)
         basis = self._basis(values)
         targets = []
-        for (mask, _, s, _, largest) in basis:
+        for _, _, s, _, largest in basis:
             with np.errstate(divide="ignore"):
                 targets.append(np.log(self.LINEAR_PHASE_END * s / max(largest, 1e-300)))
         times = self._time_to(log_a0, targets, tau, values)
@@ -273,7 +326,12 @@ class ReducedFlow:
         else:
             logs = self.linear_phase(log_a0, t0, tau, values)
         y0 = np.asarray(ravel_pytree(self._chains_at(logs, values))[0])
-        roots = np.concatenate([np.exp(np.asarray(l, dtype=np.float64) / self.pathways[p].depth)[b[0] > 0] for p, (l, b) in enumerate(zip(logs, basis))])
+        roots = np.concatenate(
+            [
+                np.exp(np.asarray(l, dtype=np.float64) / self.pathways[p].depth)[b[0] > 0]
+                for p, (l, b) in enumerate(zip(logs, basis))
+            ]
+        )
         roots = roots[roots > 0]
         return t0, y0, float(np.min(roots)) if roots.size else 1.0
 
@@ -317,7 +375,11 @@ class ReducedFlow:
         def loss_of_state(ys):
             return self._loss_of_states(ys, sigma_yx, sigma_x, power)
 
-        initial_state = np.asarray(ravel_pytree(self._chains_at([np.full(len(b[0]), log_a0[p]) for p, b in enumerate(self._basis(values))], values))[0])
+        initial_state = np.asarray(
+            ravel_pytree(
+                self._chains_at([np.full(len(b[0]), log_a0[p]) for p, b in enumerate(self._basis(values))], values)
+            )[0]
+        )
         initial = float(loss_of_state(jnp.asarray(initial_state)[None])[0])
         t0, y0, scale = self.start(log_a0, tau, values)
         if t0 >= horizon:
@@ -326,8 +388,20 @@ class ReducedFlow:
             final = float(loss_of_state(jnp.asarray(state)[None])[0])
             return RaceResult(initial, {f: None for f in fractions}, final / initial, float(horizon))
         args = (jnp.float64(tau), sigma_yx, sigma_x)
-        return ode_race(self.ode, y0, t0, args, loss_of_state, initial, fractions, float(horizon),
-                        lambda: self._minimum_loss(values), rtol=rtol, atol=atol, dtmax=self._step_limit(scale, tau, values, rtol, atol))
+        return ode_race(
+            self.ode,
+            y0,
+            t0,
+            args,
+            loss_of_state,
+            initial,
+            fractions,
+            float(horizon),
+            lambda: self._minimum_loss(values),
+            rtol=rtol,
+            atol=atol,
+            dtmax=self._step_limit(scale, tau, values, rtol, atol),
+        )
 
     def _step_limit(self, scale, tau, values, rtol, atol):
         """``0.1 tau / s_max`` when some layer factor starts below ``atol / rtol``, else ``None``.
@@ -364,20 +438,6 @@ class FlowTrajectory:
     def singular_values(self):
         """Per pathway: ``(times, k)`` singular values of ``W_p(t)``, largest first."""
         return [jnp.linalg.svd(m, compute_uv=False) for m in self.maps]
-
-
-def staged_maps(staged, ts, a0: dict, tau, values, log: bool = False) -> dict:
-    """Per pathway name, ``W_p(t)`` of the staged approximation: the first pathway's exact flow
-    alone on the task, the others' exact flow on its converged residual, both from ``t = 0``.
-    With ``log``, ``a0`` holds ``log a0`` (see :meth:`ReducedFlow.solve`)."""
-    maps = {}
-    for derivation in (staged.first_stage, staged.second_stage):
-        flow = ReducedFlow(derivation)
-        seeds = [a0[p.name] for p in flow.pathways]
-        chains = flow.solve(ts, None, tau, values, log_a0=seeds) if log else flow.solve(ts, seeds, tau, values)
-        for pathway, m in zip(flow.pathways, jax.vmap(flow.maps)(chains)):
-            maps[pathway.name] = m
-    return maps
 
 
 def loss_of_maps(flow: ReducedFlow, maps: dict, values):

@@ -9,9 +9,9 @@ loss before each update and after the last one).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Sequence
 
 import jax
 import jax.numpy as jnp
@@ -71,10 +71,18 @@ def seed_keys(seeds: Sequence[int]):
     return jnp.stack([jax.random.PRNGKey(int(seed)) for seed in seeds])
 
 
-def train_relu(inputs, targets, hidden_units: int, init_scale: float, learning_rate: float, epochs: int, seeds: Sequence[int]) -> TrainingRun:
+def train_relu(
+    inputs, targets, hidden_units: int, init_scale: float, learning_rate: float, epochs: int, seeds: Sequence[int]
+) -> TrainingRun:
     """Train ``yhat = W2 relu(W1 x)`` (no biases, linear output) once per seed."""
     losses, initial, final = _train_relu(
-        seed_keys(seeds), jnp.asarray(inputs, jnp.float64), jnp.asarray(targets, jnp.float64), hidden_units, init_scale, learning_rate, epochs
+        seed_keys(seeds),
+        jnp.asarray(inputs, jnp.float64),
+        jnp.asarray(targets, jnp.float64),
+        hidden_units,
+        init_scale,
+        learning_rate,
+        epochs,
     )
     return TrainingRun(losses, initial, final)
 
@@ -118,7 +126,10 @@ def init_gdln(key, layout: GdlnLayout, init_scale: float):
         widths = [len(layout.inputs[p])] + [layout.units[p]] * layout.hidden_layers[p] + [len(layout.outputs[p])]
         keys = jax.random.split(jax.random.fold_in(key, p), len(widths) - 1)
         params.append(
-            [init_scale * jax.random.normal(k, (widths[i + 1], widths[i]), dtype=jnp.float64) for i, k in enumerate(keys)]
+            [
+                init_scale * jax.random.normal(k, (widths[i + 1], widths[i]), dtype=jnp.float64)
+                for i, k in enumerate(keys)
+            ]
         )
     return params
 
@@ -134,10 +145,18 @@ def _train_gdln(keys, inputs, targets, layout, init_scale, learning_rate, epochs
     return jax.vmap(one)(keys)
 
 
-def train_gdln(inputs, targets, layout: GdlnLayout, init_scale: float, learning_rate: float, epochs: int, seeds: Sequence[int]) -> TrainingRun:
+def train_gdln(
+    inputs, targets, layout: GdlnLayout, init_scale: float, learning_rate: float, epochs: int, seeds: Sequence[int]
+) -> TrainingRun:
     """Train a GDLN with its explicit gates once per seed."""
     losses, initial, final = _train_gdln(
-        seed_keys(seeds), jnp.asarray(inputs, jnp.float64), jnp.asarray(targets, jnp.float64), layout, init_scale, learning_rate, epochs
+        seed_keys(seeds),
+        jnp.asarray(inputs, jnp.float64),
+        jnp.asarray(targets, jnp.float64),
+        layout,
+        init_scale,
+        learning_rate,
+        epochs,
     )
     return TrainingRun(losses, initial, final)
 

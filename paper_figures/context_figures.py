@@ -14,37 +14,44 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
+import numpy as np
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+# Figures are built on matplotlib's object API (Figure, no pyplot): no global backend is
+# chosen or needed here, and nothing is left open in pyplot's figure manager.
+from matplotlib.figure import Figure
 
-from derive.spec import load_spec  # noqa: E402
-from numeric.race import CompiledNetwork, closed_form_maps  # noqa: E402
-from numeric.reduced_flow import loss_of_maps  # noqa: E402
-from verify.initial_conditions import expected_initial_strengths, pathway_initial_strengths  # noqa: E402
-from verify.files import save_figure  # noqa: E402
-from verify.models import TaskModels  # noqa: E402
-from verify.reports import epoch_grid, predicted_curve, race_report, simulate, theory_stride  # noqa: E402
-from verify.representations import classical_mds, hidden_layers  # noqa: E402
+from derive.spec import Task, task_from_dict
+from derive.tasks import context_task
+from numeric.prediction import TaskPredictions, staged_maps
+from verify.files import save_figure
+from verify.reports import epoch_grid, race_report, simulate, theory_stride
+from verify.representations import classical_mds, hidden_layers
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
-SECTION4 = EXAMPLES / "section4_context.toml"
+
+def section4_task() -> Task:
+    """The Section 4 task (``examples/section4_context.toml``), built through the Python API."""
+    return task_from_dict(context_task(8, 3, ["hierarchy", "ring", "cross"], "context-subsets"), "section 4 task")
+
+
+def section5_task(contexts: int) -> Task:
+    """The Section 5 task with ``contexts`` contexts and a hierarchy in every block."""
+    return task_from_dict(
+        context_task(8, contexts, ["hierarchy"] * contexts, "context-subsets"), f"section 5 task, K = {contexts}"
+    )
 
 
 def _save(fig, out: Path, name: str) -> Path:
     fig.tight_layout()
     path = save_figure(fig, out / name)
-    plt.close(fig)
     return path
 
 
 def figure3(out: Path, quick: bool = False) -> Path:
-    task = load_spec(SECTION4)
+    task = section4_task()
     winner = race_report(task)["winner"]
     network = task.network(winner)
-    fig, axes = plt.subplots(1, 3, figsize=(13, 4.5), gridspec_kw={"width_ratios": [1, 3, 1.2]})
+    fig = Figure(figsize=(13, 4.5))
+    axes = fig.subplots(1, 3, gridspec_kw={"width_ratios": [1, 3, 1.2]})
     axes[0].imshow(np.array(task.inputs, dtype=float), aspect="auto", cmap="Greys")
     axes[0].set_title("inputs (item | context)")
     axes[0].set_ylabel("datapoint (context-major)")
@@ -59,28 +66,30 @@ def figure3(out: Path, quick: bool = False) -> Path:
 
 
 def figure4(out: Path, quick: bool = False) -> Path:
-    task = load_spec(SECTION4)
-    models = TaskModels(task)
+    task = section4_task()
+    models = TaskPredictions(task)
     winner = race_report(task, models=models)["winner"]
     seeds = 1 if quick else task.training.seeds
     relu, values, training = simulate(task, "relu", seeds=seeds, models=models)
     reln, _, _ = simulate(task, winner, seeds=seeds, models=models)
     stride = theory_stride(training.epochs)
     ts = np.asarray(epoch_grid(training.epochs, stride))
-    flow = models.flow(winner)
-    trajectory = flow.trajectory(ts, pathway_initial_strengths(flow.derivation.network, training.init_scale), training.tau, [])
+    prediction = models.prediction(winner)  # the reduced flow here: its pathways interact
+    theory = prediction.loss_curve(ts, training.init_scale, training.tau, [])
+    strengths = prediction.strength_curves(ts, training.init_scale, training.tau, [])
 
-    fig, (ax_a, ax_b, ax_c) = plt.subplots(1, 3, figsize=(15, 4.5))
+    fig = Figure(figsize=(15, 4.5))
+    ax_a, ax_b, ax_c = fig.subplots(1, 3)
     ax_a.plot(ts, np.asarray(relu.losses).mean(axis=0)[::stride], color="tab:red", label="ReLU network")
     ax_a.plot(ts, np.asarray(reln.losses).mean(axis=0)[::stride], color="tab:blue", label=f"ReLN {winner} (trained)")
-    ax_a.plot(ts, np.asarray(trajectory.loss), color="black", linestyle="--", label="theory (reduced flow)")
+    ax_a.plot(ts, theory, color="black", linestyle="--", label=f"theory ({prediction.kind})")
     ax_a.set_xlabel("epoch")
     ax_a.set_ylabel("loss")
     ax_a.set_title("(a) loss")
     ax_a.legend(fontsize=8)
-    for pathway, values_t in zip(flow.pathways, trajectory.singular_values):
+    for name, values_t in strengths.items():
         lines = ax_b.plot(ts, np.asarray(values_t)[:, :4], alpha=0.8)
-        lines[0].set_label(pathway.name)
+        lines[0].set_label(name)
         for line in lines[1:]:
             line.set_color(lines[0].get_color())
     ax_b.set_xlabel("epoch")
@@ -103,37 +112,35 @@ def figure4(out: Path, quick: bool = False) -> Path:
 
 def figure5(out: Path, quick: bool = False) -> Path:
     contexts = [3] if quick else [3, 4, 5]
-    fig, axes = plt.subplots(2, len(contexts), figsize=(5 * len(contexts), 8), squeeze=False)
+    fig = Figure(figsize=(5 * len(contexts), 8))
+    axes = fig.subplots(2, len(contexts), squeeze=False)
     for column, k in enumerate(contexts):
-        task = load_spec(EXAMPLES / f"section5_k{k}.toml")
-        models = TaskModels(task)
+        task = section5_task(k)
+        models = TaskPredictions(task)
         name = f"common+{k - 1}"
-        staged = models.staged(name)
         training = task.training
         stride = theory_stride(training.epochs)
         ts = np.asarray(epoch_grid(training.epochs, stride))
-        maps = {}
+        stages = models.stages(name)
         ax_s = axes[0, column]
-        for stage in (staged.first_stage, staged.second_stage):
-            compiled = CompiledNetwork(stage)
-            a0 = expected_initial_strengths(compiled, training.init_scale)
-            strengths = np.asarray(compiled.strengths(ts, a0, training.tau, []))
-            shown = {}
-            for column_index, ref in enumerate(stage.mode_refs):
-                key = (stage.network.pathways[ref.pathway].name if len(stage.symmetric_groups) > 1 or stage is staged.first_stage else "context pathways", round(float(stage.mode(ref).s), 9))
-                shown.setdefault(key, column_index)
-            for index in shown.values():
-                ax_s.plot(ts, strengths[:, index], color="tab:blue" if stage is staged.first_stage else "tab:green", alpha=0.8)
-            maps.update(closed_form_maps(compiled, ts, a0, training.tau, []))
-        ax_s.set_title(f"K = {k}: closed-form mode strengths\nblue: common; green: context group", fontsize=10)
+        # the staged approximation: one definition (numeric.prediction), shared with race --staged
+        maps = staged_maps(stages, ts, training.init_scale, training.tau, [])
+        first = stages[0].derivation.network.pathways[0].name
+        for pathway, m in maps.items():
+            values_t = np.asarray(np.linalg.svd(np.asarray(m), compute_uv=False))
+            ax_s.plot(ts, values_t[:, :4], color="tab:blue" if pathway == first else "tab:green", alpha=0.8)
+        ax_s.set_title(
+            f"K = {k}: staged mode strengths ({stages[0].kind}, then {stages[1].kind})\nblue: common; green: context pathways",
+            fontsize=10,
+        )
         ax_s.set_xlabel("epoch")
-        exact = predicted_curve(models, name, ts, task.values(), training.init_scale)
-        staged_loss = np.asarray(loss_of_maps(models.flow(name), maps, []))
+        exact = models.prediction(name).loss_curve(ts, training.init_scale, training.tau, [])
+        staged_loss = models.staged_loss_curve(name, ts, training.init_scale, training.tau, [])
         relu, _, _ = simulate(task, "relu", seeds=1 if quick else training.seeds, models=models)
         ax_l = axes[1, column]
         ax_l.plot(ts, np.asarray(relu.losses).mean(axis=0)[::stride], color="tab:red", label="ReLU network")
-        ax_l.plot(ts, exact, color="black", linestyle="--", label=f"{name}: exact reduced flow")
-        ax_l.plot(ts, staged_loss, color="tab:green", linestyle=":", label=f"{name}: staged closed forms")
+        ax_l.plot(ts, exact, color="black", linestyle="--", label=f"{name}: {models.prediction(name).kind}")
+        ax_l.plot(ts, staged_loss, color="tab:green", linestyle=":", label=f"{name}: staged approximation")
         ax_l.set_xlabel("epoch")
         ax_l.set_ylabel("loss")
         ax_l.legend(fontsize=7)

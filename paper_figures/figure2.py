@@ -10,25 +10,25 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
+import numpy as np
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-from tqdm import tqdm  # noqa: E402
+# Figures are built on matplotlib's object API (Figure, no pyplot): no global backend is
+# chosen or needed here, and nothing is left open in pyplot's figure manager.
+from matplotlib.figure import Figure
+from tqdm import tqdm
 
-from derive.crossover import crossovers  # noqa: E402
-from derive.spec import load_spec  # noqa: E402
-from numeric.race import crossing_time  # noqa: E402
-from verify.files import save_figure  # noqa: E402
-from verify.models import TaskModels  # noqa: E402
-from verify.reports import epoch_grid, predicted_relu_curves, simulate  # noqa: E402
+from derive.crossover import crossovers
+from derive.spec import task_from_dict
+from derive.tasks import xor_task
+from numeric.prediction import TaskPredictions
+from numeric.race import crossing_time
+from verify.files import save_figure
+from verify.reports import epoch_grid, predicted_relu_curves, simulate
 
-SPEC = Path(__file__).resolve().parent.parent / "examples" / "xor.toml"
 COLOURS = {"relu": "tab:red", "linear": "tab:blue", "xor": "tab:orange"}
 
 
-def crossover_value(models: TaskModels) -> float:
+def crossover_value(models: TaskPredictions) -> float:
     task = models.task
     parameter = task.parameter("Delta")
     values = task.values()
@@ -37,15 +37,17 @@ def crossover_value(models: TaskModels) -> float:
 
 
 def figure2(out: Path, quick: bool = False) -> Path:
-    task = load_spec(SPEC)
-    models = TaskModels(task)
+    task = task_from_dict(xor_task(), "xor task")
+    models = TaskPredictions(task)
     delta_star = crossover_value(models)
     deltas = np.linspace(0.25, 4.0, 6 if quick else 16)
     curve_deltas = [0.5, round(delta_star, 2), 3.0]
     seeds = 2 if quick else task.training.seeds
     ts = np.asarray(epoch_grid(task.training.epochs))
 
-    relu_times, predicted_times, curves = [], {"linear": [], "xor": []}, {}
+    relu_times: list[list[float]] = []
+    predicted_times: dict[str, list[float]] = {"linear": [], "xor": []}
+    curves: dict = {}
     for delta in tqdm(sorted(set(deltas) | set(curve_deltas)), desc="figure 2", disable=None):
         run, values, training = simulate(task, "relu", {"Delta": float(delta)}, seeds=seeds, models=models)
         losses = np.asarray(run.losses)
@@ -57,9 +59,16 @@ def figure2(out: Path, quick: bool = False) -> Path:
         if delta in curve_deltas:
             curves[delta] = (losses.mean(axis=0), predictions)
 
-    fig, (ax_d, ax_e) = plt.subplots(1, 2, figsize=(11, 4.2))
+    fig = Figure(figsize=(11, 4.2))
+    ax_d, ax_e = fig.subplots(1, 2)
     for k, delta in enumerate(deltas):
-        ax_d.scatter([delta] * len(relu_times[k]), relu_times[k], color=COLOURS["relu"], s=14, label="ReLU runs" if k == 0 else None)
+        ax_d.scatter(
+            [delta] * len(relu_times[k]),
+            relu_times[k],
+            color=COLOURS["relu"],
+            s=14,
+            label="ReLU runs" if k == 0 else None,
+        )
     for name, times in predicted_times.items():
         ax_d.plot(deltas, times, color=COLOURS[name], label=f"{name} ReLN (theory)")
     ax_d.axvline(delta_star, color="grey", linestyle="--", label=f"$\\Delta^* = {delta_star:.3f}$ (derived)")
@@ -72,7 +81,9 @@ def figure2(out: Path, quick: bool = False) -> Path:
     for style, (delta, (relu, predictions)) in zip(styles, sorted(curves.items())):
         ax_e.plot(ts, relu, color=COLOURS["relu"], linestyle=style, label=f"ReLU, $\\Delta={delta:g}$")
         for name, curve in predictions.items():
-            ax_e.plot(ts, curve, color=COLOURS[name], linestyle=style, alpha=0.8, label=f"{name} ReLN, $\\Delta={delta:g}$")
+            ax_e.plot(
+                ts, curve, color=COLOURS[name], linestyle=style, alpha=0.8, label=f"{name} ReLN, $\\Delta={delta:g}$"
+            )
     ax_e.set_xlabel("epoch")
     ax_e.set_ylabel("loss")
     ax_e.set_title("(e) loss curves")
@@ -80,5 +91,4 @@ def figure2(out: Path, quick: bool = False) -> Path:
     fig.suptitle(task.title)
     fig.tight_layout()
     path = save_figure(fig, out / "figure2.png")
-    plt.close(fig)
     return path

@@ -1,11 +1,11 @@
-import jax
+from pathlib import Path
+
 import pytest
 
-jax.config.update("jax_enable_x64", True)
+from derive.spec import load_spec
+from numeric.precision import use_x64
 
-from pathlib import Path  # noqa: E402
-
-from derive.spec import load_spec  # noqa: E402
+use_x64()  # the suite computes as gdln's entry points do
 
 ROOT = Path(__file__).resolve().parent.parent
 XOR_SPEC = ROOT / "examples" / "xor.toml"
@@ -18,6 +18,6 @@ def xor_task():
 
 @pytest.fixture(scope="session")
 def xor_models(xor_task):
-    from verify.models import TaskModels
+    from numeric.prediction import TaskPredictions
 
-    return TaskModels(xor_task)
+    return TaskPredictions(xor_task)

@@ -62,7 +62,12 @@ name = "linear"
 
 
 def variant(tmp_path, scale=1, target_scale=1, order=(0, 1, 2, 3), extra_feature=None):
-    base = [[scale, scale, f"{scale}*Delta/2"], [scale, -scale, f"-{scale}*Delta/2"], [-scale, scale, f"-{scale}*Delta/2"], [-scale, -scale, f"{scale}*Delta/2"]]
+    base = [
+        [scale, scale, f"{scale}*Delta/2"],
+        [scale, -scale, f"-{scale}*Delta/2"],
+        [-scale, scale, f"-{scale}*Delta/2"],
+        [-scale, -scale, f"{scale}*Delta/2"],
+    ]
     labels = [1, -1, -1, 1]
     if extra_feature is not None:
         base = [row + [extra_feature[n]] for n, row in enumerate(base)]
@@ -70,9 +75,14 @@ def variant(tmp_path, scale=1, target_scale=1, order=(0, 1, 2, 3), extra_feature
     targets = [[target_scale * labels[n]] for n in order]
     position = {n: k for k, n in enumerate(order)}
     xor = "\n".join(f'[[network.pathway]]\nname = "p{n}"\nactive = [{position[n]}]' for n in range(4))
-    linear = "\n".join(f'[[network.pathway]]\nname = "{c}"\nactive = [{position[a]}, {position[b]}]' for c, (a, b) in (("pos", (0, 3)), ("neg", (1, 2))))
+    linear = "\n".join(
+        f'[[network.pathway]]\nname = "{c}"\nactive = [{position[a]}, {position[b]}]'
+        for c, (a, b) in (("pos", (0, 3)), ("neg", (1, 2)))
+    )
     path = tmp_path / "variant.toml"
-    path.write_text(VARIANT.format(inputs=json.dumps(inputs), targets=json.dumps(targets), epochs=40000, xor=xor, linear=linear))
+    path.write_text(
+        VARIANT.format(inputs=json.dumps(inputs), targets=json.dumps(targets), epochs=40000, xor=xor, linear=linear)
+    )
     return path
 
 
@@ -93,7 +103,12 @@ def numeric_crossover(scale, extra):
 
 @pytest.mark.parametrize(
     "scale, target_scale, order, extra",
-    [(3, 1, (0, 1, 2, 3), None), (1, 5, (2, 0, 3, 1), None), (2, 1, (3, 2, 1, 0), [1, 1, 1, 1]), (1, 1, (1, 3, 0, 2), [1, 1, -1, -1])],
+    [
+        (3, 1, (0, 1, 2, 3), None),
+        (1, 5, (2, 0, 3, 1), None),
+        (2, 1, (3, 2, 1, 0), [1, 1, 1, 1]),
+        (1, 1, (1, 3, 0, 2), [1, 1, -1, -1]),
+    ],
 )
 def test_variants_derive_their_own_crossover_and_winner(capsys, tmp_path, scale, target_scale, order, extra):
     path = variant(tmp_path, scale, target_scale, order, extra)
@@ -119,7 +134,9 @@ def test_derive_json_contract(capsys):
 
 def test_simulate_writes_curves(capsys, tmp_path):
     out = tmp_path / "curves.npz"
-    report = run_json(capsys, "simulate", str(XOR_SPEC), "--model", "xor", "--seeds", "2", "--epochs", "3000", "--out", str(out))
+    report = run_json(
+        capsys, "simulate", str(XOR_SPEC), "--model", "xor", "--seeds", "2", "--epochs", "3000", "--out", str(out)
+    )
     assert report["model"] == "xor" and report["seeds"] == 2 and len(report["t_half"]) == 2
     data = np.load(out)
     assert data["losses"].shape == (2, 3001)
@@ -134,14 +151,28 @@ GOOD = XOR_SPEC.read_text()
     "text, fragment",
     [
         ("title = [", "toml: malformed TOML"),
-        (GOOD.replace('[-1, -1, "Delta/2"]]', '[-1, -1]]'), "data.inputs[3]: row has 2 entries"),
-        (GOOD.replace("targets = [[1], [-1], [-1], [1]]", "targets = [[1], [-1], [-1]]"), "data.targets: 3 rows but data.inputs has 4"),
+        (GOOD.replace('[-1, -1, "Delta/2"]]', "[-1, -1]]"), "data.inputs[3]: row has 2 entries"),
+        (
+            GOOD.replace("targets = [[1], [-1], [-1], [1]]", "targets = [[1], [-1], [-1]]"),
+            "data.targets: 3 rows but data.inputs has 4",
+        ),
         (GOOD.replace('"Delta/2"], [1, -1', '"Gamma/2"], [1, -1'), "data.inputs[0][2]: unknown parameter 'Gamma'"),
         (GOOD.replace('"Delta/2"], [1, -1', '"Delta.real"], [1, -1'), "data.inputs[0][2]: attribute access"),
         (GOOD.replace('"Delta/2"], [1, -1', '"system(1)"], [1, -1'), "data.inputs[0][2]: unknown function 'system'"),
-        (GOOD.replace("active = [0, 3]", "active = [0, 7]"), "network[linear].pathway[0].active[1]: index 7 out of range"),
-        (GOOD.replace('name = "xor"\n', 'name = "xor"\npathway = []\n', 1).split("[[network.pathway]]\nname = \"point0\"")[0], "network[xor].pathway: a network needs at least one"),
-        (GOOD.replace("targets = [[1], [-1], [-1], [1]]", "targets = [[1], [-1], [-1], [inf]]"), "data.targets[3][0]: non-finite number inf"),
+        (
+            GOOD.replace("active = [0, 3]", "active = [0, 7]"),
+            "network[linear].pathway[0].active[1]: index 7 out of range",
+        ),
+        (
+            GOOD.replace('name = "xor"\n', 'name = "xor"\npathway = []\n', 1).split(
+                '[[network.pathway]]\nname = "point0"'
+            )[0],
+            "network[xor].pathway: a network needs at least one",
+        ),
+        (
+            GOOD.replace("targets = [[1], [-1], [-1], [1]]", "targets = [[1], [-1], [-1], [inf]]"),
+            "data.targets[3][0]: non-finite number inf",
+        ),
         (GOOD.replace("init_scale = 1e-4", "init_scale = nan"), "training.init_scale: non-finite number nan"),
         (GOOD.replace("Delta = 1.0", "Delta = inf"), "parameters.Delta: non-finite number inf"),
     ],
@@ -184,7 +215,15 @@ def test_latex_fragment_compiles_with_pdflatex(capsys, tmp_path):
         if os.environ.get("GDLN_REQUIRE_PDFLATEX"):
             pytest.fail("pdflatex is required here but not installed")
         pytest.skip("pdflatex not installed")
-    (tmp_path / "main.tex").write_text("\\documentclass{article}\n\\usepackage{amsmath}\n\\begin{document}\n\\input{xor.tex}\n\\end{document}\n")
-    result = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "main.tex"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    (tmp_path / "main.tex").write_text(
+        "\\documentclass{article}\n\\usepackage{amsmath}\n\\begin{document}\n\\input{xor.tex}\n\\end{document}\n"
+    )
+    result = subprocess.run(
+        ["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "main.tex"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stdout[-2000:]
     assert (tmp_path / "main.pdf").stat().st_size > 1000

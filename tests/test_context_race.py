@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 from derive.derivation import TAU, TIME, NetworkDerivation
 from derive.spec import task_from_dict
 from derive.tasks import context_task
+from gdln.cli import main
 from numeric.race import crossing_time
 from numeric.training import gdln_layout, train_gdln
-from gdln.cli import main
 from verify.reports import epoch_grid, race_report
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -57,7 +57,11 @@ def test_section4_verify_follows_common_plus_2_with_census_and_mds(capsys):
     assert census["units"] > 700 and abs(sum(census["fractions"].values()) - 1) < 1e-12
     assert abs(sum(census["majority_fractions"].values()) - 1) < 1e-12
     mds = report["mds"]
-    assert mds["network"] == "common+2" and np.array(mds["relu"]).shape == (24, 2) and 0 <= mds["procrustes_disparity"] <= 1
+    assert (
+        mds["network"] == "common+2"
+        and np.array(mds["relu"]).shape == (24, 2)
+        and 0 <= mds["procrustes_disparity"] <= 1
+    )
 
 
 # --- properties ---------------------------------------------------------------------------
@@ -66,7 +70,9 @@ small_matrix = st.lists(st.lists(st.integers(0, 3), min_size=3, max_size=3), min
 
 
 def _task(inputs, targets, pathways):
-    return task_from_dict({"data": {"inputs": inputs, "targets": targets}, "network": [{"name": "n", "pathway": pathways}]})
+    return task_from_dict(
+        {"data": {"inputs": inputs, "targets": targets}, "network": [{"name": "n", "pathway": pathways}]}
+    )
 
 
 def _singular_values(task, pathway_index=0):
@@ -142,6 +148,14 @@ def test_derived_race_winner_is_the_fastest_trained_candidate(blocks):
     ts = np.asarray(epoch_grid(task.training.epochs))
     trained = {}
     for name in predicted:
-        run = train_gdln(x, y, gdln_layout(task.network(name), task.num_datapoints), task.training.init_scale, task.training.learning_rate, task.training.epochs, range(2))
+        run = train_gdln(
+            x,
+            y,
+            gdln_layout(task.network(name), task.num_datapoints),
+            task.training.init_scale,
+            task.training.learning_rate,
+            task.training.epochs,
+            range(2),
+        )
         trained[name] = crossing_time(ts, np.asarray(run.losses).mean(axis=0), 0.1)
     assert trained[first] < trained[second]

@@ -1,6 +1,7 @@
 """Context-task builders and single-unit realizability (issue 3, first part)."""
 
 import json
+
 import numpy as np
 import pytest
 
@@ -10,7 +11,15 @@ from verify.realizability import realizable
 
 
 def test_structures_match_the_papers_data():
-    assert hierarchy(4) == [[1, 1, 1, 1], [1, 1, 0, 0], [0, 0, 1, 1], [1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1]]
+    assert hierarchy(4) == [
+        [1, 1, 1, 1],
+        [1, 1, 0, 0],
+        [0, 0, 1, 1],
+        [1, 0, 0, 0],
+        [0, 1, 0, 0],
+        [0, 0, 1, 0],
+        [0, 0, 0, 1],
+    ]
     assert len(hierarchy(8)) == 15
     rows = ring(8)
     assert len(rows) == 15 and rows[0] == [1] * 8
@@ -22,7 +31,23 @@ def test_structures_match_the_papers_data():
 
 
 def test_context_task_spec_round_trips_through_toml(tmp_path, capsys):
-    assert main(["task", "context", "--items", "8", "--contexts", "3", "--blocks", "hierarchy,ring,cross", "--candidates", "context-subsets"]) == 0
+    assert (
+        main(
+            [
+                "task",
+                "context",
+                "--items",
+                "8",
+                "--contexts",
+                "3",
+                "--blocks",
+                "hierarchy,ring,cross",
+                "--candidates",
+                "context-subsets",
+            ]
+        )
+        == 0
+    )
     path = tmp_path / "s4.toml"
     path.write_text(capsys.readouterr().out)
     from derive.spec import load_spec
@@ -31,7 +56,9 @@ def test_context_task_spec_round_trips_through_toml(tmp_path, capsys):
     assert (task.num_datapoints, task.num_inputs, task.num_outputs) == (24, 11, 60)
     assert [n.name for n in task.networks] == ["common+1", "common+2", "common+all"]
     two = task.network("common+2")
-    assert len(two.pathways) == 1 + 3 and all(len(p.active) == 16 and p.inputs == tuple(range(8)) for p in two.pathways[1:])
+    assert len(two.pathways) == 1 + 3 and all(
+        len(p.active) == 16 and p.inputs == tuple(range(8)) for p in two.pathways[1:]
+    )
     # item 2 in context 3 has the common hierarchy features and only the third block on
     row = [float(v) for v in task.targets.row(2 * 8 + 1)]
     assert row[:15] == [float(r[1]) for r in hierarchy(8)]
@@ -55,7 +82,10 @@ def test_lemma_enumeration_on_two_items_two_contexts(capsys, tmp_path):
     # exactly those datapoints above zero; checked here by brute force over a grid of w.
     grid = np.linspace(-2, 2, 9)
     x = np.array(context_task(2, 2, ["hierarchy", "hierarchy"])["data"]["inputs"], float)
-    seen = {frozenset(np.flatnonzero(x @ np.array(w) > 0)) for w in np.array(np.meshgrid(grid, grid, grid, grid)).reshape(4, -1).T}
+    seen = {
+        frozenset(np.flatnonzero(x @ np.array(w) > 0))
+        for w in np.array(np.meshgrid(grid, grid, grid, grid)).reshape(4, -1).T
+    }
     seen.discard(frozenset())
     assert report["realizable"] == len(seen) == 13
     assert report["by_group"] == {"single-datapoint": 4, "context-only": 3, "other": 6}
@@ -68,8 +98,14 @@ def test_lemma_enumeration_on_two_items_two_contexts(capsys, tmp_path):
     "argv, fragment",
     [
         (["task", "context", "--items", "8", "--contexts", "1", "--blocks", "hierarchy"], "at least 2 contexts"),
-        (["task", "context", "--items", "8", "--contexts", "2", "--blocks", "hierarchy,nope"], "--blocks: nope: unknown structure"),
-        (["task", "context", "--items", "5", "--contexts", "2", "--blocks", "clusters,chain"], "--items: hierarchy: needs a power of two items, got 5"),
+        (
+            ["task", "context", "--items", "8", "--contexts", "2", "--blocks", "hierarchy,nope"],
+            "--blocks: nope: unknown structure",
+        ),
+        (
+            ["task", "context", "--items", "5", "--contexts", "2", "--blocks", "clusters,chain"],
+            "--items: hierarchy: needs a power of two items, got 5",
+        ),
     ],
 )
 def test_task_bad_input(capsys, argv, fragment):
@@ -90,7 +126,11 @@ def test_pattern_bad_input(capsys, tmp_path):
     "old, new, fragment",
     [
         ("contexts = [1, 1, 2, 2]", "contexts = [1, 1, 2]", "data.contexts: expected a list of 4 context labels"),
-        ("contexts = [1, 1, 2, 2]", "contexts = [1, 1, 0, 2]", "data.contexts[2]: expected a context number >= 1, got 0"),
+        (
+            "contexts = [1, 1, 2, 2]",
+            "contexts = [1, 1, 0, 2]",
+            "data.contexts[2]: expected a context number >= 1, got 0",
+        ),
     ],
 )
 def test_bad_context_labels(capsys, tmp_path, old, new, fragment):

@@ -17,20 +17,20 @@ import pytest
 from derive import formulas
 from derive.derivation import NetworkDerivation
 from derive.spec import task_from_dict
+from numeric.initial_conditions import (
+    expected_log_initial_strengths,
+    log_expected_initial_strength,
+    pathway_log_initial_strengths,
+)
 from numeric.integrate import integrate_ode
+from numeric.prediction import TaskPredictions
 from numeric.race import (
     CompiledNetwork,
     crossing_time,
     log_mode_strength,
     mode_crossing_time,
 )
-from verify.initial_conditions import (
-    expected_log_initial_strengths,
-    log_expected_initial_strength,
-    pathway_log_initial_strengths,
-)
-from verify.models import TaskModels
-from verify.reports import epoch_grid, predicted_curve, race_report, theory_stride
+from verify.reports import epoch_grid, race_report, theory_stride
 
 from .conftest import XOR_SPEC
 
@@ -41,7 +41,10 @@ HORIZONS = (12000, 10**6, 10**8)
 
 
 # --- identities ------------------------------------------------------------------------------
-@pytest.mark.parametrize("s, d, a0", [(0.25, 0.125, 1e-6), (0.9, 2.0, 1e-3), (0.4, 0.7, 0.3), (0.4, 0.7, 2.0), (1.0, 1.0, 1.0), (3.0, 0.5, 1e-300)])
+@pytest.mark.parametrize(
+    "s, d, a0",
+    [(0.25, 0.125, 1e-6), (0.9, 2.0, 1e-3), (0.4, 0.7, 0.3), (0.4, 0.7, 2.0), (1.0, 1.0, 1.0), (3.0, 0.5, 1e-300)],
+)
 def test_log_space_logistic_is_mode_strength(s, d, a0):
     ts = np.linspace(0.0, 20 * TAU / s * max(1.0, math.log(s / (d * a0))), 101)
     expected = formulas.mode_strength(s, d, a0, ts, TAU, np)
@@ -63,7 +66,9 @@ def test_log_space_logistic_below_float_range():
 
 @pytest.mark.parametrize("s, d, a0", [(0.25, 0.125, 1e-6), (0.9, 2.0, 1e-3), (0.4, 0.7, 0.3), (0.4, 0.7, 1e-200)])
 def test_logistic_inversion_is_mode_half_time(s, d, a0):
-    assert mode_crossing_time(s, d, math.log(a0), TAU, s / (2 * d)) == pytest.approx(float(formulas.mode_half_time(s, d, a0, TAU, np)), rel=1e-12)
+    assert mode_crossing_time(s, d, math.log(a0), TAU, s / (2 * d)) == pytest.approx(
+        float(formulas.mode_half_time(s, d, a0, TAU, np)), rel=1e-12
+    )
     for fraction in (0.1, 0.5, 0.9):
         strength = a0 + fraction * (s / d - a0)
         t = mode_crossing_time(s, d, math.log(a0), TAU, strength)
@@ -72,9 +77,11 @@ def test_logistic_inversion_is_mode_half_time(s, d, a0):
 
 def test_log_initial_strengths_match_formulas(xor_models):
     for units, init in [(32, 1e-4), (700, 0.1), (1, 1e-150)]:
-        assert log_expected_initial_strength(units, init) == pytest.approx(math.log(formulas.expected_initial_strength(units, init)), rel=1e-14)
+        assert log_expected_initial_strength(units, init) == pytest.approx(
+            math.log(formulas.expected_initial_strength(units, init)), rel=1e-14
+        )
     assert log_expected_initial_strength(32, 1e-200) == pytest.approx(math.log(16) - 400 * math.log(10), rel=1e-14)
-    compiled = xor_models.compiled("xor")
+    compiled = xor_models.prediction("xor").compiled
     assert np.all(np.isfinite(np.asarray(expected_log_initial_strengths(compiled, 1e-200))))
 
 
@@ -88,7 +95,7 @@ def test_lone_mode_race_inverts_the_logistic_exactly():
     a = 1 - sqrt(f) (1 - a0), reached at tau/(2s) (log(s/(d a0) - 1) - log(s/(d a) - 1))."""
     task = _lone_mode_task()
     compiled = CompiledNetwork(NetworkDerivation(task, "dln"))
-    (s, d, _, _), = compiled.modes([])
+    ((s, d, _, _),) = compiled.modes([])
     assert float(s) == pytest.approx(2.5) and float(d) == pytest.approx(2.5)
     for init in (1e-4, 1e-2):
         log_a0 = np.asarray(expected_log_initial_strengths(compiled, init))
@@ -105,7 +112,7 @@ def test_lone_mode_race_inverts_the_logistic_exactly():
 
 @pytest.mark.parametrize("network", ["linear", "xor"])
 def test_closed_form_crossing_agrees_with_a_fine_grid(xor_models, network):
-    compiled = xor_models.compiled(network)
+    compiled = xor_models.prediction(network).compiled
     log_a0 = expected_log_initial_strengths(compiled, 1e-4)
     result = compiled.race(log_a0, TAU, [1.0], 12000)
     ts = np.linspace(0.0, 4000.0, 400_001)
@@ -116,10 +123,12 @@ def test_closed_form_crossing_agrees_with_a_fine_grid(xor_models, network):
 
 def test_log_space_closed_forms_match_the_compiled_derivation(xor_models):
     for network in ("linear", "xor"):
-        compiled = xor_models.compiled(network)
+        compiled = xor_models.prediction(network).compiled
         a0 = expected_log_initial_strengths(compiled, 1e-3)
         ts = jnp.linspace(0.0, 6000.0, 61)
-        np.testing.assert_allclose(compiled.strengths_from_log(ts, a0, TAU, [0.7]), compiled.strengths(ts, jnp.exp(a0), TAU, [0.7]), rtol=1e-12)
+        np.testing.assert_allclose(
+            compiled.strengths_from_log(ts, a0, TAU, [0.7]), compiled.strengths(ts, jnp.exp(a0), TAU, [0.7]), rtol=1e-12
+        )
 
 
 # --- the XoR race: epochs only set the horizon; init scales from 1e-200 to 0.1 --------------------
@@ -130,7 +139,10 @@ def _exact_race(compiled, delta, init_scale, horizon):
     mpmath.mp.dps = 40
     network = compiled.derivation.network
     modes = [(mpmath.mpf(float(s)), mpmath.mpf(float(d))) for s, d, _, _ in compiled.modes([delta])]
-    seeds = [mpmath.mpf(network.pathways[ref.pathway].units) * mpmath.mpf(init_scale) ** 2 / 2 for ref in compiled.derivation.mode_refs]
+    seeds = [
+        mpmath.mpf(network.pathways[ref.pathway].units) * mpmath.mpf(init_scale) ** 2 / 2
+        for ref in compiled.derivation.mode_refs
+    ]
     power = mpmath.mpf(float(compiled.derivation.initial_loss.subs(compiled.parameters[0], delta)))
 
     def loss(t):
@@ -166,7 +178,9 @@ class _Races(dict):
 
     def __missing__(self, key):
         delta, init, horizon = key
-        self[key] = race_report(self.task.with_training(epochs=horizon, init_scale=init), {"Delta": delta}, models=self.models)
+        self[key] = race_report(
+            self.task.with_training(epochs=horizon, init_scale=init), {"Delta": delta}, models=self.models
+        )
         return self[key]
 
 
@@ -178,7 +192,10 @@ def xor_races(xor_task, xor_models):
 @pytest.mark.parametrize("delta", DELTAS)
 def test_race_is_the_same_for_every_horizon_and_exact_for_every_seed(xor_races, xor_models, delta):
     for init in INIT_SCALES:
-        exact = {name: _exact_race(xor_models.compiled(name), delta, init, HORIZONS[-1]) for name in ("linear", "xor")}
+        exact = {
+            name: _exact_race(xor_models.prediction(name).compiled, delta, init, HORIZONS[-1])
+            for name in ("linear", "xor")
+        }
         for horizon in HORIZONS:
             report = xor_races[delta, init, horizon]
             assert report["horizon"] == horizon
@@ -188,8 +205,16 @@ def test_race_is_the_same_for_every_horizon_and_exact_for_every_seed(xor_races, 
                     if expected is None or expected > horizon:
                         assert entry[key] is None, (delta, init, horizon, entry["name"], key)
                     else:
-                        assert entry[key] == pytest.approx(expected, rel=1e-9), (delta, init, horizon, entry["name"], key)
-            reached = {name: times[0.1] for name, times in exact.items() if times[0.1] is not None and times[0.1] <= horizon}
+                        assert entry[key] == pytest.approx(expected, rel=1e-9), (
+                            delta,
+                            init,
+                            horizon,
+                            entry["name"],
+                            key,
+                        )
+            reached = {
+                name: times[0.1] for name, times in exact.items() if times[0.1] is not None and times[0.1] <= horizon
+            }
             if reached:
                 assert report["winner"] == min(reached, key=reached.get), (delta, init, horizon)
                 assert report["ranking"][0] == report["winner"]
@@ -219,8 +244,13 @@ def test_crossing_beyond_the_horizon_is_null(xor_task, xor_models):
 
 
 def test_predicted_curve_from_a_seed_below_float_range(xor_task, xor_models):
-    times = {n["name"]: n["t_90"] for n in race_report(xor_task.with_training(epochs=10**6, init_scale=1e-160), {"Delta": 1.0}, models=xor_models)["networks"]}
-    curve = predicted_curve(xor_models, "xor", [0.0, times["xor"]], xor_task.values({"Delta": 1.0}), 1e-160)
+    times = {
+        n["name"]: n["t_90"]
+        for n in race_report(
+            xor_task.with_training(epochs=10**6, init_scale=1e-160), {"Delta": 1.0}, models=xor_models
+        )["networks"]
+    }
+    curve = xor_models.prediction("xor").loss_curve([0.0, times["xor"]], 1e-160, xor_task.training.tau, [1.0])
     assert curve[1] / curve[0] == pytest.approx(0.1, rel=1e-9)
 
 
@@ -240,26 +270,34 @@ def deep_xor():
         for pathway in network["pathway"]:
             pathway["hidden_layers"] = 2
     task = task_from_dict(document, "<deep xor>")
-    return task, TaskModels(task)
+    return task, TaskPredictions(task)
 
 
 def test_log_race_ode_is_the_race_ode(deep_xor):
     _, models = deep_xor
-    compiled = models.compiled("xor")
+    compiled = models.prediction("xor").compiled
     a = jnp.array([1e-3, 0.2, 0.5, 1.7])
     args = (jnp.float64(TAU), jnp.float64(0.8))
-    np.testing.assert_allclose(np.asarray(compiled.log_ode(0.0, jnp.log(a), args)) * np.asarray(a), np.asarray(compiled.ode(0.0, a, args)), rtol=1e-13)
+    np.testing.assert_allclose(
+        np.asarray(compiled.log_ode(0.0, jnp.log(a), args)) * np.asarray(a),
+        np.asarray(compiled.ode(0.0, a, args)),
+        rtol=1e-13,
+    )
 
 
 def test_race_ode_crossings_agree_with_a_fine_grid_and_ignore_the_horizon(deep_xor):
     _, models = deep_xor
-    compiled = models.compiled("xor")
+    compiled = models.prediction("xor").compiled
     assert not compiled.uses_closed_form
     log_a0 = expected_log_initial_strengths(compiled, 1e-2)
     results = [compiled.race(log_a0, TAU, [1.0], horizon) for horizon in HORIZONS]
     assert all(r.crossings == results[0].crossings for r in results)
     ts = np.linspace(0.0, 3000.0, 60_001)
-    curve = np.asarray(compiled.loss_of_strengths(integrate_ode(compiled.ode, jnp.exp(log_a0), ts, (TAU, 1.0), rtol=1e-12, atol=1e-16), [1.0]))
+    curve = np.asarray(
+        compiled.loss_of_strengths(
+            integrate_ode(compiled.ode, jnp.exp(log_a0), ts, (TAU, 1.0), rtol=1e-12, atol=1e-16), [1.0]
+        )
+    )
     for fraction in (0.5, 0.1):
         assert results[0].crossings[fraction] == pytest.approx(crossing_time(ts, curve, fraction), rel=1e-7)
 
@@ -273,15 +311,15 @@ def overlap():
         document = tomllib.load(handle)
     document["network"] = [{"name": "overlap", "pathway": [{"name": "all"}, {"name": "pos", "active": [0, 3]}]}]
     task = task_from_dict(document, "<overlap>")
-    models = TaskModels(task)
-    assert models.uses_flow("overlap")
+    models = TaskPredictions(task)
+    assert models.prediction("overlap").uses_flow
     return task, models
 
 
 @pytest.mark.slow
 def test_reduced_flow_crossings_agree_with_a_fine_grid_and_ignore_the_horizon(overlap):
     task, models = overlap
-    flow = models.flow("overlap")
+    flow = models.prediction("overlap").flow
     log_a0 = pathway_log_initial_strengths(flow.derivation.network, 1e-4)
     results = [flow.race(log_a0, TAU, [1.0], horizon) for horizon in HORIZONS]
     assert all(r.crossings == results[0].crossings for r in results)
@@ -290,7 +328,10 @@ def test_reduced_flow_crossings_agree_with_a_fine_grid_and_ignore_the_horizon(ov
     for fraction in (0.5, 0.1):
         assert results[0].crossings[fraction] == pytest.approx(crossing_time(ts, curve, fraction), rel=1e-7)
     report = race_report(task.with_training(epochs=10**8), {"Delta": 1.0}, models=models)
-    assert report["networks"][0]["dynamics"] == "reduced flow" and report["networks"][0]["t_90"] == results[0].crossings[0.1]
+    assert (
+        report["networks"][0]["dynamics"] == "reduced flow"
+        and report["networks"][0]["t_90"] == results[0].crossings[0.1]
+    )
 
 
 @pytest.mark.parametrize("init", [1e-8, 1e-100, 1e-200])
@@ -298,7 +339,7 @@ def test_reduced_flow_from_tiny_seeds(overlap, init):
     """Seeds below LINEAR_PHASE_END start the flow at the analytic end of the linear phase; the
     crossings agree with integrating the whole flow from t = 0 (possible for this small flow)."""
     _, models = overlap
-    flow = models.flow("overlap")
+    flow = models.prediction("overlap").flow
     log_a0 = pathway_log_initial_strengths(flow.derivation.network, init)
     t0, _, _ = flow.start(log_a0, TAU, [1.0])
     assert t0 > 0
@@ -324,11 +365,13 @@ def test_reduced_flow_least_loss_is_the_quadratic_minimum():
     with open(XOR_SPEC, "rb") as handle:
         document = tomllib.load(handle)
     # datapoint 3 is in no pathway: the least loss is its share, 1/8 of the mean squared target
-    document["network"] = [{"name": "partial", "pathway": [{"name": "a", "active": [0, 1]}, {"name": "b", "active": [1, 2]}]}]
+    document["network"] = [
+        {"name": "partial", "pathway": [{"name": "a", "active": [0, 1]}, {"name": "b", "active": [1, 2]}]}
+    ]
     task = task_from_dict(document, "<partial>")
-    models = TaskModels(task)
-    assert models.uses_flow("partial")
-    flow = models.flow("partial")
+    models = TaskPredictions(task)
+    assert models.prediction("partial").uses_flow
+    flow = models.prediction("partial").flow
     for delta in (0.3, 1.0, 3.0):
         sigma_yx, sigma_x, power = flow.correlations([delta])
         zero, unravel = ravel_pytree([jnp.zeros((len(p.outputs), len(p.inputs))) for p in flow.pathways])

@@ -5,7 +5,8 @@ import math
 import numpy as np
 import pytest
 import sympy
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy.optimize import brentq
 
 from derive.correlations import sigma_x, sigma_yx
@@ -63,11 +64,15 @@ def test_paper_values_and_assumptions(xor_task):
 
 def test_crossover_is_derived_and_matches_numeric_root(xor_task):
     delta = xor_task.parameter("Delta")
-    (found,) = crossovers(NetworkDerivation(xor_task, "linear"), NetworkDerivation(xor_task, "xor"), delta, xor_task.values())
+    (found,) = crossovers(
+        NetworkDerivation(xor_task, "linear"), NetworkDerivation(xor_task, "xor"), delta, xor_task.values()
+    )
     # independent: Delta/4 = sqrt(2 + Delta^2/4)/4  <=>  Delta^2 = 8/3
     assert float(found.expr) == pytest.approx(math.sqrt(8 / 3), rel=1e-14)
     root = brentq(
-        lambda d: numpy_speed(*xor_arrays(d), [[0, 3], [1, 2]]) - numpy_speed(*xor_arrays(d), [[0], [1], [2], [3]]), 0.1, 5
+        lambda d: numpy_speed(*xor_arrays(d), [[0, 3], [1, 2]]) - numpy_speed(*xor_arrays(d), [[0], [1], [2], [3]]),
+        0.1,
+        5,
     )
     assert float(found.expr) == pytest.approx(root, rel=1e-9)
     assert (found.faster_below, found.faster_above) == ("xor", "linear")
@@ -101,12 +106,16 @@ def test_modes_of_random_pathways_match_numpy_svd(row_scales, extra):
 
     inputs = [[row_scales[0], 1, 2, extra[0]], [extra[1], row_scales[1], 0, 1], [3, extra[2], row_scales[2], extra[3]]]
     targets = [[1], [2], [-1]]
-    task = task_from_dict({"data": {"inputs": inputs, "targets": targets}, "network": [{"name": "n", "pathway": [{"active": [0, 2]}]}]})
+    task = task_from_dict(
+        {"data": {"inputs": inputs, "targets": targets}, "network": [{"name": "n", "pathway": [{"active": [0, 2]}]}]}
+    )
     pd = NetworkDerivation(task, "n").pathways[0]
     x, y = np.array(inputs, float), np.array(targets, float)
     expected = np.linalg.svd(y[[0, 2]].T @ x[[0, 2]] / 3, compute_uv=False)[0]
     assert float(pd.modes[0].s) == pytest.approx(expected, rel=1e-12)
-    np.testing.assert_allclose(np.array(sigma_x(task, pd.pathway, pd.pathway), float), x[[0, 2]].T @ x[[0, 2]] / 3, atol=1e-14)
+    np.testing.assert_allclose(
+        np.array(sigma_x(task, pd.pathway, pd.pathway), float), x[[0, 2]].T @ x[[0, 2]] / 3, atol=1e-14
+    )
     np.testing.assert_allclose(np.array(sigma_yx(task, pd.pathway), float), y[[0, 2]].T @ x[[0, 2]] / 3, atol=1e-14)
 
 

@@ -32,7 +32,7 @@ def test_symbolic_closed_form_solves_symbolic_ode(xor_task):
 
 @pytest.mark.parametrize("network", ["linear", "xor"])
 def test_diffrax_matches_closed_form(xor_models, network):
-    compiled = xor_models.compiled(network)
+    compiled = xor_models.prediction(network).compiled
     ts = jnp.linspace(0.0, 8000.0, 401)
     a0 = jnp.array([1e-6 * (k + 1) for k in range(len(compiled.derivation.mode_refs))])
     values = [1.3]
@@ -48,27 +48,32 @@ def test_lone_pathway_race_equals_deep_linear_network_closed_form():
 
     inputs = np.eye(3)
     targets = np.array([[2.0, 0.0, 0.0], [0.0, 1.0, 0.0]])
-    task = task_from_dict({"data": {"inputs": inputs.tolist(), "targets": targets.T.tolist()}, "network": [{"name": "dln", "pathway": [{}]}]})
+    task = task_from_dict(
+        {
+            "data": {"inputs": inputs.tolist(), "targets": targets.T.tolist()},
+            "network": [{"name": "dln", "pathway": [{}]}],
+        }
+    )
     compiled = CompiledNetwork(NetworkDerivation(task, "dln"))
     ts = jnp.linspace(0, 4000, 201)
     a0 = jnp.full(len(compiled.derivation.mode_refs), 1e-4)
     integrated = np.asarray(integrate_ode(compiled.ode, a0, ts, (50.0,)))
     s_numpy = np.linalg.svd(targets.T.T @ inputs / 3, compute_uv=False)
     d = 1 / 3
-    for k, s in enumerate(sorted(s_numpy[s_numpy > 0], reverse=True)):
+    for s in sorted(s_numpy[s_numpy > 0], reverse=True):
         column = np.argmin([abs(float(compiled.derivation.mode(r).s) - s) for r in compiled.derivation.mode_refs])
         expected = formulas.mode_strength(s, d, 1e-4, np.asarray(ts), 50.0, np)
         np.testing.assert_allclose(integrated[:, column], expected, rtol=1e-7)
 
 
 def test_generated_ode_function_documents_argument_order(xor_models):
-    f = xor_models.compiled("linear").ode
+    f = xor_models.prediction("linear").compiled.ode
     assert "y = (a_{linear.positive.0}, a_{linear.negative.0})" in f.__doc__
     assert "args = (tau, Delta)" in f.__doc__
 
 
 def test_compiled_once_for_many_parameter_values(xor_models):
-    compiled = xor_models.compiled("xor")
+    compiled = xor_models.prediction("xor").compiled
     ts = jnp.linspace(0, 5000, 101)
     a0 = jnp.full(4, 1e-6)
     compiled.loss_curve(ts, a0, 100.0, [0.5])

@@ -11,13 +11,14 @@ import subprocess
 import numpy as np
 import pytest
 import sympy
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from derive.derivation import TAU, TIME, NetworkDerivation
 from derive.spec import task_from_dict
 from derive.tasks import context_task
 from gdln.cli import main
-from verify.models import TaskModels
+from numeric.prediction import TaskPredictions
 from verify.reports import derive_report
 
 DECIMAL = re.compile(r"\d\.\d|\d[eE][+-]?\d")
@@ -26,6 +27,14 @@ STATE_NAME = re.compile(r"[ab]0?_\{[^}]*\}")  # state symbols such as a_{net.con
 
 def _decimal(text):
     return DECIMAL.search(STATE_NAME.sub("x", text))
+
+
+def _without_roots(text):
+    """The text with each ``CRootOf(polynomial, k)`` named by a letter (its polynomial has no
+    decimals: it is exact by construction, and this leaves the rest to be checked)."""
+    return re.sub(r"CRootOf\([^()]*, \d+\)", "r", text)
+
+
 SVD_TOLERANCE = 1e-12
 
 
@@ -48,13 +57,10 @@ def _exprs(node):
 
 def _check_against_numpy(task, network):
     """No decimal in any expression, and every singular value and d within 1e-12 of numpy."""
-    models = TaskModels(task)
+    models = TaskPredictions(task)
     report = derive_report(task, network, models=models)
-    if report["assumptions"]["algebraic_values"]:
-        # values with no radical form: s and d stay exact CRootOf; couplings with them are numeric
-        offenders = [v["expr"] for p in report["pathways"] for v in p["singular_values"] + p["input_variances"] if _decimal(v["expr"])]
-    else:
-        offenders = [e for e in _exprs(report) if _decimal(e)]
+    # CRootOf values included: their couplings, ODEs and loss are exact too (derive.algebraic)
+    offenders = [e for e in _exprs(report) if _decimal(_without_roots(e))]
     assert not offenders, offenders[:3]
     x = np.array(task.inputs, dtype=float)
     y = np.array(task.targets, dtype=float)
@@ -74,7 +80,9 @@ def _check_against_numpy(task, network):
         for c in entry["classes"]:
             space = vt[np.abs(s - c["s"]["value"]) < 1e-9][: c["multiplicity"]]
             assert space.shape[0] == c["multiplicity"]
-            assert np.trace(space @ sx @ space.T) / c["multiplicity"] == pytest.approx(c["d"]["value"], abs=SVD_TOLERANCE)
+            assert np.trace(space @ sx @ space.T) / c["multiplicity"] == pytest.approx(
+                c["d"]["value"], abs=SVD_TOLERANCE
+            )
     return derivation, report
 
 
@@ -100,6 +108,72 @@ def test_larger_context_tasks_derive_exactly(items, contexts):
     _check_against_numpy(_context(items, contexts, ["hierarchy"] * contexts), network)
 
 
+def _numpy_modes(task, pathway):
+    x, y = np.array(task.inputs, dtype=float), np.array(task.targets, dtype=float)
+    gate = np.zeros(x.shape[0])
+    gate[list(pathway.active)] = 1
+    xs, ys = x[:, list(pathway.inputs)], y[:, list(pathway.outputs)]
+    u, s, vt = np.linalg.svd((ys * gate[:, None]).T @ xs / x.shape[0])
+    return u, s, vt
+
+
+@pytest.mark.parametrize(
+    "items, contexts, blocks, network",
+    [(4, 2, ["chain", "clusters"], "common+all"), (4, 3, ["clusters", "hierarchy", "chain"], "common+2")],
+)
+def test_couplings_with_algebraic_modes_are_exact_and_match_numpy(items, contexts, blocks, network):
+    """Tasks whose Gram blocks have irreducible cubics or quartics with three or four real roots
+    (no real radical form): every coupling is exact (no Float), and each coupling between modes
+    of non-repeated singular values equals ``(u_k . E_k^T E_l u_l)(v_l^T Sigma_x(l, k) v_k)``
+    from numpy's SVD to 1e-10 (sign-free: u and v flip together)."""
+    task = _context(items, contexts, blocks)
+    derivation = NetworkDerivation(task, network)
+    assert any(m.kind == "algebraic" for pd in derivation.pathways for m in pd.modes)
+    coupling = derivation.coupling
+    assert not any(e.has(sympy.Float) for e in coupling)
+    x = np.array(task.inputs, dtype=float)
+    n = x.shape[0]
+    refs, checked = derivation.mode_refs, 0
+    for row, ref_k in enumerate(refs):
+        for column, ref_l in enumerate(refs):
+            p, q = ref_k.pathway, ref_l.pathway
+            if p == q:
+                continue
+            pathway_p, pathway_q = derivation.network.pathways[p], derivation.network.pathways[q]
+            u_p, s_p, vt_p = _numpy_modes(task, pathway_p)
+            u_q, s_q, vt_q = _numpy_modes(task, pathway_q)
+            s_k, s_l = float(derivation.mode(ref_k).s), float(derivation.mode(ref_l).s)
+            k, l = int(np.argmin(abs(s_p - s_k))), int(np.argmin(abs(s_q - s_l)))
+            if np.sum(abs(s_p - s_k) < 1e-9) > 1 or np.sum(abs(s_q - s_l) < 1e-9) > 1:
+                continue  # repeated value: the basis inside it is a choice
+            overlap = np.array([[1.0 if a == b else 0.0 for b in pathway_q.outputs] for a in pathway_p.outputs])
+            both = np.zeros(n)
+            both[sorted(set(pathway_p.active) & set(pathway_q.active))] = 1
+            xp, xq = x[:, list(pathway_p.inputs)], x[:, list(pathway_q.inputs)]
+            cross = (xq * both[:, None]).T @ xp / n  # Sigma_x(l, k): inputs of q by inputs of p
+            expected = (u_p[:, k] @ overlap @ u_q[:, l]) * (vt_q[l] @ cross @ vt_p[k])
+            assert float(coupling[row, column]) == pytest.approx(expected, abs=1e-10)
+            checked += 1
+    assert checked > 20
+
+
+def test_algebraic_arithmetic_agrees_with_evaluation():
+    """derive.algebraic's reduction, inverse and product against 50-digit evaluation."""
+    from derive import algebraic
+
+    x = sympy.Symbol("x")
+    r, q = sympy.CRootOf(x**3 - 3 * x + 1, 0), sympy.CRootOf(x**4 - 5 * x**2 + x + 1, 1)
+    expr = r**5 + 2 * r * q**6 + sympy.sqrt(17) * r**3 * q**4 + 1
+    reduced = algebraic.from_generators(algebraic.to_generators(expr))
+    assert sympy.degree(algebraic.to_generators(reduced), algebraic.to_generators(r)) < 3
+    assert abs(sympy.N(reduced - expr, 50)) < 1e-40
+    inverse = algebraic.reciprocal(r**2 + 1)
+    assert not inverse.has(sympy.Pow) or all(p.exp > 0 for p in inverse.atoms(sympy.Pow))
+    assert abs(sympy.N(inverse * (r**2 + 1) - 1, 50)) < 1e-40
+    product = algebraic.exact_product(r**2 + sympy.sqrt(17), q**3 * r, 1 + sympy.sqrt(17) * q)
+    assert abs(sympy.N(product - (r**2 + sympy.sqrt(17)) * q**3 * r * (1 + sympy.sqrt(17) * q), 50)) < 1e-40
+
+
 def test_vanishing_couplings_are_exactly_zero():
     """Every coupling that numpy finds to be zero is the SymPy integer 0, not a tiny float."""
     derivation = NetworkDerivation(_context(8, 3, ["hierarchy"] * 3), "common+2")
@@ -121,11 +195,15 @@ def test_tied_singular_values_in_different_order_are_grouped():
                 "inputs": [[1, 0], [0, 1], [1, 0], [0, 1]],
                 "targets": [["Delta", 0], [0, 1], [1, 0], [0, "Delta"]],
             },
-            "network": [{"name": "pair", "pathway": [{"name": "first", "active": [0, 1]}, {"name": "second", "active": [2, 3]}]}],
+            "network": [
+                {"name": "pair", "pathway": [{"name": "first", "active": [0, 1]}, {"name": "second", "active": [2, 3]}]}
+            ],
         }
     )
     derivation = NetworkDerivation(task, "pair")
-    assert [sympy.simplify(m.s) for m in derivation.pathways[0].modes] != [sympy.simplify(m.s) for m in derivation.pathways[1].modes]
+    assert [sympy.simplify(m.s) for m in derivation.pathways[0].modes] != [
+        sympy.simplify(m.s) for m in derivation.pathways[1].modes
+    ]
     assert derivation.symmetric_groups == ((0, 1),)
     system = derivation.reduced_system
     assert system.kind == "groups" and system.multiplicities == (2, 2)
@@ -153,7 +231,13 @@ def test_groups_and_classes_do_not_depend_on_order(blocks, data):
             "contexts": [spec["data"]["contexts"][r] for r in rows],
         },
         "network": [
-            {"name": net["name"], "pathway": [{**p, "active": sorted(where[a] for a in p["active"])} if "active" in p else p for p in net["pathway"]]}
+            {
+                "name": net["name"],
+                "pathway": [
+                    {**p, "active": sorted(where[a] for a in p["active"])} if "active" in p else p
+                    for p in net["pathway"]
+                ],
+            }
             for net in spec["network"]
         ],
     }
@@ -162,7 +246,10 @@ def test_groups_and_classes_do_not_depend_on_order(blocks, data):
         d = NetworkDerivation(task, "common+2")
         names = [p.name for p in d.network.pathways]
         groups = sorted(sorted(names[p] for p in g) for g in d.symmetric_groups)
-        classes = {names[p]: sorted((str(c.s), c.multiplicity, str(c.input_variance)) for c in d.symmetry.classes[p]) for p in range(len(names))}
+        classes = {
+            names[p]: sorted((str(c.s), c.multiplicity, str(c.input_variance)) for c in d.symmetry.classes[p])
+            for p in range(len(names))
+        }
         return groups, classes, d.group_reduction.exact
 
     assert summary(task_from_dict(spec)) == summary(task_from_dict(permuted))
@@ -182,7 +269,9 @@ def test_group_system_solves_its_ode_and_matches_the_modes():
         point = {TIME: sympy.Rational(37, 3), TAU: 100, **{b: sympy.Rational(1, 1000) for b in system.initial}}
         assert abs(sympy.N(residual.subs(point), 30)) < 1e-25
     values = {x: sympy.Rational(k + 2, 7) for k, x in enumerate(system.variables)}
-    per_mode = {a: values[system.variables[second.group_variable(r)]] for a, r in zip(second.strengths, second.mode_refs)}
+    per_mode = {
+        a: values[system.variables[second.group_variable(r)]] for a, r in zip(second.strengths, second.mode_refs)
+    }
     assert sympy.simplify(system.loss.subs(values) - second.loss_in_strengths.subs(per_mode)) == 0
 
 
@@ -204,7 +293,13 @@ def _pdflatex(tex, cwd):
         if os.environ.get("GDLN_REQUIRE_PDFLATEX"):
             pytest.fail("pdflatex is required here but not installed")
         pytest.skip("pdflatex not installed")
-    result = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", tex], cwd=cwd, capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        ["pdflatex", "-interaction=nonstopmode", "-halt-on-error", tex],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stdout[-2000:]
     log = (cwd / tex.replace(".tex", ".log")).read_text(errors="replace")
     pages = int(re.search(r"Output written on .*\((\d+) pages?", log).group(1))
@@ -239,3 +334,6 @@ def test_section4_reports_algebraic_numbers_with_their_degree(capsys):
     common = report["pathways"][0]
     assert any(c["kind"] == "algebraic" and c["degree"] == 8 for c in common["classes"])
     assert all("CRootOf" in v["expr"] or not _decimal(v["expr"]) for v in common["singular_values"])
+    # couplings, ODEs and loss with those modes are exact as well
+    offenders = [e for e in _exprs(report) if _decimal(_without_roots(e))]
+    assert not offenders, offenders[:2]

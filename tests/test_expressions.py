@@ -2,7 +2,8 @@ from fractions import Fraction
 
 import pytest
 import sympy
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from derive.errors import SpecError
 from derive.expressions import parse_expression

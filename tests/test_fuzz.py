@@ -23,7 +23,9 @@ from derive.expressions import parse_expression
 from gdln.cli import main
 
 SECONDS_PER_RUN = 30
-FUZZ = dict(derandomize=True, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+FUZZ = dict(
+    derandomize=True, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 
 
 def _reject_constant(text):
@@ -98,7 +100,11 @@ def toml_value(value) -> str:
     if isinstance(value, list):
         return "[" + ", ".join(toml_value(v) for v in value) + "]"
     if isinstance(value, dict):
-        return "{" + ", ".join(f"{json.dumps(str(k), ensure_ascii=False)} = {toml_value(v)}" for k, v in value.items()) + "}"
+        return (
+            "{"
+            + ", ".join(f"{json.dumps(str(k), ensure_ascii=False)} = {toml_value(v)}" for k, v in value.items())
+            + "}"
+        )
     raise TypeError(type(value))
 
 
@@ -199,7 +205,26 @@ NUMBERS = st.one_of(
 )
 BAD_ENTRIES = st.one_of(NUMBERS, expression_text(), st.sampled_from([True, "x", [1], {"a": 1}, [[[[1]]]]]))
 NAMES = st.sampled_from(
-    ["Delta", "alpha", "k", "t", "tau", "\uff54", "\uff24elta", "a_1", "b0_x", "exp", "pi", "x0", "\u0394", "lambda", "1x", "", "I", "select"]
+    [
+        "Delta",
+        "alpha",
+        "k",
+        "t",
+        "tau",
+        "\uff54",
+        "\uff24elta",
+        "a_1",
+        "b0_x",
+        "exp",
+        "pi",
+        "x0",
+        "\u0394",
+        "lambda",
+        "1x",
+        "",
+        "I",
+        "select",
+    ]
 )
 TRAINING = st.fixed_dictionaries(
     {},
@@ -263,7 +288,9 @@ def broken_spec(draw) -> dict:
         document["training"].update(draw(TRAINING))
     elif how == "network":
         network = document["network"][draw(st.integers(0, len(document["network"]) - 1))]
-        change = draw(st.sampled_from(["active", "units", "hidden_layers", "inputs", "outputs", "colour", "name", "none"]))
+        change = draw(
+            st.sampled_from(["active", "units", "hidden_layers", "inputs", "outputs", "colour", "name", "none"])
+        )
         if change == "name":
             network["name"] = draw(st.sampled_from(["", "bad name", "n1" if network["name"] == "n0" else "n0"]))
         elif change == "none":
@@ -291,7 +318,7 @@ def corrupted(draw, text: str) -> str:
     position = draw(st.integers(0, len(text) - 1))
     if how == "cut":
         return text[:position]
-    return text[:position] + draw(st.sampled_from(["[", "]", "{", "\"", "=", "\n", "\x00", "\u2028"])) + text[position:]
+    return text[:position] + draw(st.sampled_from(["[", "]", "{", '"', "=", "\n", "\x00", "\u2028"])) + text[position:]
 
 
 # --- tests --------------------------------------------------------------------------------
@@ -323,7 +350,10 @@ def test_broken_specs_end_in_one_line_or_finite_json(capsys, tmp_path_factory, d
 
 @pytest.mark.slow
 @settings(max_examples=12, **FUZZ)
-@given(document=valid_spec(), setting=st.sampled_from([None, "Delta=0.25", "Delta=3", "Delta=sqrt(-1)", "Delta=1e300", "Delta=0"]))
+@given(
+    document=valid_spec(),
+    setting=st.sampled_from([None, "Delta=0.25", "Delta=3", "Delta=sqrt(-1)", "Delta=1e300", "Delta=0"]),
+)
 def test_valid_specs_race(capsys, tmp_path_factory, document, setting):
     path = tmp_path_factory.mktemp("fuzz") / "spec.toml"
     path.write_text(to_toml(document), encoding="utf-8")
@@ -335,7 +365,9 @@ def test_valid_specs_race(capsys, tmp_path_factory, document, setting):
 @given(
     flag=st.sampled_from(["--seeds", "--epochs"]),
     value=st.one_of(
-        st.integers(max_value=0), st.integers(min_value=10**8 + 1), st.sampled_from(["1e6", "abc", "", "100000000000000000000", "1001"])
+        st.integers(max_value=0),
+        st.integers(min_value=10**8 + 1),
+        st.sampled_from(["1e6", "abc", "", "100000000000000000000", "1001"]),
     ),
 )
 def test_out_of_range_flags_are_refused_before_any_work(capsys, flag, value):

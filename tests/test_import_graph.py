@@ -40,3 +40,20 @@ def test_the_check_sees_an_upward_import(tmp_path):
     module = tmp_path / "m.py"
     module.write_text("def f():\n    from paper_figures import regenerate\n")
     assert ("paper_figures", 2) in list(_imported_packages(module))
+
+
+def test_importing_gdln_has_no_side_effects():
+    """Importing the packages leaves JAX at 32-bit and matplotlib's backend unchosen; the CLI
+    switches 64-bit on when it runs."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import derive, numeric, verify, paper_figures, gdln.cli; import jax, matplotlib, sys; "
+        "print(jax.config.jax_enable_x64, 'matplotlib.pyplot' in sys.modules, matplotlib.rcParams._get_backend_or_none()); "
+        "gdln.cli.main(['derive', 'examples/xor.toml', '--network', 'xor', '--json']); "
+        "print(jax.config.jax_enable_x64, file=sys.stderr)"
+    )
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert result.stdout.splitlines()[0] == "False False None"
+    assert result.stderr.strip().splitlines()[-1] == "True"

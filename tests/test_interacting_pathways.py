@@ -13,10 +13,10 @@ from derive.derivation import TAU, TIME, NetworkDerivation
 from derive.spec import load_spec, task_from_dict
 from derive.staged import StagedDerivation
 from derive.tasks import chain, clusters, context_task
+from numeric.initial_conditions import expected_initial_strengths, pathway_initial_strengths
 from numeric.race import CompiledNetwork
 from numeric.reduced_flow import ReducedFlow
 from numeric.training import gdln_layout, train_gdln
-from verify.initial_conditions import expected_initial_strengths, pathway_initial_strengths
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 

@@ -22,7 +22,8 @@ XOR_DATA = '[data]\ninputs = [[1, 1, "Delta/2"], [1, -1, "-Delta/2"], [-1, 1, "-
 NETWORKS = (
     '[[network]]\nname = "linear"\n[[network.pathway]]\nname = "positive"\nactive = [0, 3]\n'
     '[[network.pathway]]\nname = "negative"\nactive = [1, 2]\n'
-    '[[network]]\nname = "xor"\n' + "".join(f'[[network.pathway]]\nname = "point{n}"\nactive = [{n}]\n' for n in range(4))
+    '[[network]]\nname = "xor"\n'
+    + "".join(f'[[network.pathway]]\nname = "point{n}"\nactive = [{n}]\n' for n in range(4))
 )
 TRAINING = "[training]\nlearning_rate = 0.01\ninit_scale = 1e-4\nepochs = 200\nhidden_units = 8\nseeds = 1\n"
 
@@ -51,8 +52,8 @@ REFUSED = [
     ("complex data", with_entry('"sqrt(-1)"'), [], "data.inputs[0][0]"),
     ("complex --set", xor_spec(), ["--set", "Delta=sqrt(-1)"], "Delta"),
     ("NaN parameter", xor_spec("Delta = nan"), [], "Delta"),
-    ("full-width t collides with t", xor_spec("\"\uff54\" = 1.0\nDelta = 1.0"), [], "t"),
-    ("full-width Delta collides with Delta", xor_spec("\"\uff24elta\" = 1.0\nDelta = 1.0"), [], "Delta"),
+    ("full-width t collides with t", xor_spec('"\uff54" = 1.0\nDelta = 1.0'), [], "t"),
+    ("full-width Delta collides with Delta", xor_spec('"\uff24elta" = 1.0\nDelta = 1.0'), [], "Delta"),
     ("TOML nested 3000 deep", with_entry("[" * 3000 + "1" + "]" * 3000), [], ""),
 ]
 
@@ -99,7 +100,9 @@ def test_huge_counts_are_refused_before_any_work(capsys, flag, value):
 
 def test_huge_hidden_layer_is_refused_not_aborted(capsys, tmp_path):
     path = tmp_path / "spec.toml"
-    path.write_text(xor_spec(training=TRAINING.replace("hidden_units = 8", "hidden_units = 1000000000000")), encoding="utf-8")
+    path.write_text(
+        xor_spec(training=TRAINING.replace("hidden_units = 8", "hidden_units = 1000000000000")), encoding="utf-8"
+    )
     code, _, err = run_cli(capsys, ["simulate", str(path), "--model", "relu", "--json"])
     assert code == 2 and ("hidden_units" in err or "training" in err), err
 
@@ -114,7 +117,9 @@ def test_epochs_beyond_the_limit_are_refused_in_the_spec(capsys, tmp_path):
 def test_divergent_learning_rate_simulates_to_null_times(capsys, tmp_path):
     """A loss that is not finite from the start has no t_half or t_90 (not 0), and JSON stays strict."""
     path = tmp_path / "spec.toml"
-    path.write_text(xor_spec(training=TRAINING.replace("learning_rate = 0.01", "learning_rate = 1e300")), encoding="utf-8")
+    path.write_text(
+        xor_spec(training=TRAINING.replace("learning_rate = 0.01", "learning_rate = 1e300")), encoding="utf-8"
+    )
     code, out, _ = run_cli(capsys, ["simulate", str(path), "--model", "relu", "--json"])
     if code == 0:
         report = json.loads(out)
@@ -126,7 +131,7 @@ def test_a_pathway_with_no_input_at_the_values_is_never_followed(capsys, tmp_pat
     """At Delta = 1 the pathway of network ``dead`` sees an all-zero input: its prediction is
     degenerate, so it must not be the network the ReLU network follows (or the run is refused)."""
     text = (
-        "[parameters]\nDelta = 1.0\n[data]\ninputs = [[\"Delta-1\", 0], [0, 1]]\ntargets = [[1], [1]]\n"
+        '[parameters]\nDelta = 1.0\n[data]\ninputs = [["Delta-1", 0], [0, 1]]\ntargets = [[1], [1]]\n'
         + TRAINING
         + '[[network]]\nname = "dead"\n[[network.pathway]]\nname = "p"\nactive = [0]\n'
         + '[[network]]\nname = "alive"\n[[network.pathway]]\nname = "q"\n'
@@ -141,7 +146,22 @@ def test_a_pathway_with_no_input_at_the_values_is_never_followed(capsys, tmp_pat
 def test_out_naming_a_folder_is_refused(capsys, tmp_path):
     folder = tmp_path / "results"
     folder.mkdir()
-    code, _, err = run_cli(capsys, ["simulate", str(XOR_SPEC), "--model", "relu", "--epochs", "10", "--seeds", "1", "--out", str(folder), "--json"])
+    code, _, err = run_cli(
+        capsys,
+        [
+            "simulate",
+            str(XOR_SPEC),
+            "--model",
+            "relu",
+            "--epochs",
+            "10",
+            "--seeds",
+            "1",
+            "--out",
+            str(folder),
+            "--json",
+        ],
+    )
     assert code == 2 and "--out" in err
     assert not (tmp_path / "results.npz").exists()
 
@@ -163,7 +183,9 @@ def _run_limited(argv: list[str], limit_bytes: int) -> subprocess.CompletedProce
     def limit():
         resource.setrlimit(resource.RLIMIT_FSIZE, (limit_bytes, limit_bytes))
 
-    return subprocess.run([sys.executable, "-m", "gdln", *argv], cwd=ROOT, capture_output=True, text=True, timeout=120, preexec_fn=limit)
+    return subprocess.run(
+        [sys.executable, "-m", "gdln", *argv], cwd=ROOT, capture_output=True, text=True, timeout=120, preexec_fn=limit
+    )
 
 
 @pytest.mark.slow
@@ -171,12 +193,32 @@ def test_failed_write_keeps_the_old_file(tmp_path):
     """simulate --out at a file-size limit: exit 2 in one line, the old file intact, no leftovers."""
     target = tmp_path / "curves.npz"
     first = subprocess.run(
-        [sys.executable, "-m", "gdln", "simulate", str(XOR_SPEC), "--model", "relu", "--epochs", "20", "--seeds", "1", "--out", str(target)],
-        cwd=ROOT, capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "gdln",
+            "simulate",
+            str(XOR_SPEC),
+            "--model",
+            "relu",
+            "--epochs",
+            "20",
+            "--seeds",
+            "1",
+            "--out",
+            str(target),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert first.returncode == 0, first.stderr
     before = target.read_bytes()
-    failed = _run_limited(["simulate", str(XOR_SPEC), "--model", "relu", "--epochs", "20000", "--seeds", "3", "--out", str(target)], len(before) + 1024)
+    failed = _run_limited(
+        ["simulate", str(XOR_SPEC), "--model", "relu", "--epochs", "20000", "--seeds", "3", "--out", str(target)],
+        len(before) + 1024,
+    )
     assert failed.returncode == 2, failed.stderr
     assert len(failed.stderr.strip().splitlines()) == 1 and "Traceback" not in failed.stderr
     assert target.read_bytes() == before

@@ -22,7 +22,7 @@ def test_gdln_with_explicit_gates_follows_closed_form(xor_task, xor_models, netw
     inputs, targets = xor_models.dataset(values)
     epochs = 4000
     run = train_gdln(inputs, targets, gdln_layout(xor_task.network(network), 4), 1e-4, 0.01, epochs, seeds=[0, 1])
-    compiled = xor_models.compiled(network)
+    compiled = xor_models.prediction(network).compiled
     ts = epoch_grid(epochs)
     modes = compiled.modes(values)
     for seed in range(2):
@@ -37,7 +37,9 @@ def test_gdln_with_explicit_gates_follows_closed_form(xor_task, xor_models, netw
         assert np.max(np.abs(predicted - trained)) / trained[0] < 0.02
 
 
-@pytest.mark.parametrize("delta, follows, tolerance", [(0.5, "xor", 0.065), (2.5, "linear", 0.05), (3.0, "linear", 0.05)])
+@pytest.mark.parametrize(
+    "delta, follows, tolerance", [(0.5, "xor", 0.065), (2.5, "linear", 0.05), (3.0, "linear", 0.05)]
+)
 def test_relu_network_follows_the_faster_reln(xor_task, xor_models, delta, follows, tolerance):
     report = verify_report(xor_task, {"Delta": delta}, models=xor_models)
     assert report["follows"] == follows

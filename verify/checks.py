@@ -13,7 +13,7 @@
 from __future__ import annotations
 
 import warnings
-from typing import Mapping
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -35,9 +35,11 @@ def _where(values: Mapping) -> str:
     return ", ".join(f"{s.name} = {v:g}" for s, v in values.items())
 
 
-def check_values(task: Task, overrides: Mapping[str, float] | None = None, models=None, derivations: bool = True) -> dict:
+def check_values(
+    task: Task, overrides: Mapping[str, float] | None = None, models=None, derivations: bool = True
+) -> dict:
     """The parameter values in use, after every check that can be made on them; ``models``
-    (:class:`verify.models.TaskModels`) lets the input-variance check reuse derivations."""
+    (:class:`numeric.prediction.TaskPredictions`) lets the input-variance check reuse derivations."""
     values = task.values(overrides)
     if derivations and models is not None:
         check_input_variances(task, values, models)
@@ -70,10 +72,13 @@ def check_input_variances(task: Task, values: Mapping, models) -> None:
                 try:
                     s, d = abs(evaluate(mode.s, values)), evaluate(mode.d, values).real
                 except EvaluationError as error:
-                    raise SpecError(task.source, key, f"mode {k} has no finite value at {_where(values)}: {error}") from None
+                    raise SpecError(
+                        task.source, key, f"mode {k} has no finite value at {_where(values)}: {error}"
+                    ) from None
                 if s > 0 and not s * s <= 2.0 * max(d, 0.0) * target_scale:
                     raise SpecError(
-                        task.source, key,
+                        task.source,
+                        key,
                         f"effective input variance d of mode {k} is zero at {_where(values)} while its singular value "
                         f"s = {s:.6g} is not: the theory's prediction is undefined there",
                     )
@@ -106,7 +111,9 @@ def learning_rate_curvature(task: Task, values: Mapping) -> tuple[float, str]:
     best = (max(d, mode), "the ReLU network")
     for network in task.networks:
         for pathway in network.pathways:
-            d, mode = _curvatures(inputs, targets, list(pathway.active), list(pathway.inputs), list(pathway.outputs), pathway.depth)
+            d, mode = _curvatures(
+                inputs, targets, list(pathway.active), list(pathway.inputs), list(pathway.outputs), pathway.depth
+            )
             if max(d, mode) > best[0]:
                 best = (max(d, mode), f"network {network.name!r}, pathway {pathway.name!r}")
     return best
@@ -135,7 +142,8 @@ def check_training_size(task: Task, training: Training, model: str = "relu") -> 
         raise SpecError(source, "epochs", f"{training.epochs} is above the limit of {MAX_EPOCHS}")
     if training.seeds * (training.epochs + 1) > MAX_LOSS_VALUES:
         raise SpecError(
-            source, "training",
+            source,
+            "training",
             f"seeds x (epochs + 1) = {training.seeds * (training.epochs + 1):.3g} loss values, above the limit of {MAX_LOSS_VALUES:g}",
         )
     if model == "relu":
@@ -144,14 +152,18 @@ def check_training_size(task: Task, training: Training, model: str = "relu") -> 
     else:
         pathways = task.network(model).pathways
         weights = sum(
-            p.units * len(p.inputs) + p.units * p.units * (p.hidden_layers - 1) + len(p.outputs) * p.units for p in pathways
+            p.units * len(p.inputs) + p.units * p.units * (p.hidden_layers - 1) + len(p.outputs) * p.units
+            for p in pathways
         )
         hidden = sum(p.units * p.hidden_layers for p in pathways)
     if training.seeds * weights > MAX_WEIGHTS:
-        raise SpecError(source, "training", f"seeds x weights = {training.seeds * weights:.3g}, above the limit of {MAX_WEIGHTS:g}")
+        raise SpecError(
+            source, "training", f"seeds x weights = {training.seeds * weights:.3g}, above the limit of {MAX_WEIGHTS:g}"
+        )
     if training.seeds * task.num_datapoints * hidden > MAX_ACTIVATIONS:
         raise SpecError(
-            source, "training",
+            source,
+            "training",
             f"seeds x datapoints x hidden units = {training.seeds * task.num_datapoints * hidden:.3g}, "
             f"above the limit of {MAX_ACTIVATIONS:g}",
         )

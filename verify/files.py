@@ -36,7 +36,9 @@ def write_atomic(path: str | os.PathLike, data: bytes | str, key: str = "output"
     payload = data.encode("utf-8") if isinstance(data, str) else bytes(data)
     temporary = None
     try:
-        handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent if str(target.parent) else ".")
+        handle, temporary = tempfile.mkstemp(
+            prefix=f".{target.name}.", suffix=".tmp", dir=target.parent if str(target.parent) else "."
+        )
         with os.fdopen(handle, "wb") as stream:
             stream.write(payload)
             stream.flush()

@@ -23,7 +23,9 @@ def realizable(inputs, pattern) -> tuple[bool, np.ndarray | None]:
     # on:  -x.w <= -1 ; off: x.w <= 0
     a_ub = np.where(on[:, None], -inputs, inputs)
     b_ub = np.where(on, -1.0, 0.0)
-    result = linprog(np.zeros(inputs.shape[1]), A_ub=a_ub, b_ub=b_ub, bounds=[(None, None)] * inputs.shape[1], method="highs")
+    result = linprog(
+        np.zeros(inputs.shape[1]), A_ub=a_ub, b_ub=b_ub, bounds=[(None, None)] * inputs.shape[1], method="highs"
+    )
     if result.status != 0:
         return False, None
     w = result.x

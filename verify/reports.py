@@ -7,24 +7,24 @@ from __future__ import annotations
 
 import io
 import math
+from collections.abc import Mapping
 from itertools import combinations
-from typing import Mapping
+from typing import Any
 
 import jax.numpy as jnp
 import numpy as np
 import sympy
 from tqdm import tqdm
 
+from derive.algebraic import as_text
 from derive.crossover import crossovers
 from derive.errors import SpecError
 from derive.spec import Task
+from numeric.prediction import TaskPredictions
 from numeric.race import crossing_time
-from numeric.reduced_flow import loss_of_maps, staged_maps
 from numeric.training import gdln_layout, train_gdln, train_relu
 
 from .checks import check_training_size, check_values
-from .initial_conditions import expected_log_initial_strengths, pathway_log_initial_strengths, relu_initial_strengths
-from .models import TaskModels
 from .files import write_atomic
 from .representations import gate_census, hidden_layers, mds_comparison
 
@@ -34,7 +34,7 @@ def _number(expr: sympy.Expr, values: Mapping) -> float:
 
 
 def _entry(expr: sympy.Expr, values: Mapping) -> dict:
-    return {"expr": str(expr), "value": _number(expr, values)}
+    return {"expr": as_text(expr), "value": _number(expr, values)}
 
 
 def _finite_or_none(value: float):
@@ -100,21 +100,25 @@ def system_report(system, values: Mapping) -> dict:
                 "depth": depth,
                 "s": _entry(s, values),
                 "d": _entry(system.coupling[i, i], values),
-                "ode": str(system.odes[i]),
-                "closed_form": None if closed is None else str(closed[i]),
+                "ode": as_text(system.odes[i]),
+                "closed_form": None if closed is None else as_text(closed[i]),
             }
-            for i, (x, label, m, depth, s) in enumerate(zip(system.variables, system.labels, system.multiplicities, system.depths, system.singular_values))
+            for i, (x, label, m, depth, s) in enumerate(
+                zip(system.variables, system.labels, system.multiplicities, system.depths, system.singular_values)
+            )
         ],
         "coupling": [{"row": i, "column": j, **_entry(c, values)} for i, j, c in system.nonzero_couplings],
-        "loss": str(system.loss),
+        "loss": as_text(system.loss),
     }
 
 
-def derive_report(task: Task, network: str, overrides: Mapping[str, float] | None = None, models: TaskModels | None = None) -> dict:
+def derive_report(
+    task: Task, network: str, overrides: Mapping[str, float] | None = None, models: TaskPredictions | None = None
+) -> dict:
     """The derivation of one network: effective datasets, modes and their classes, the reduced
     system (group variables where the group reduction is exact, modes otherwise), assumptions,
     loss, speed and crossovers with the task's other networks."""
-    models = models or TaskModels(task)
+    models = models or TaskPredictions(task)
     values = task.values(overrides)
     derivation = models.derivation(task.network(network).name)
     closed = derivation.closed_forms
@@ -130,13 +134,13 @@ def derive_report(task: Task, network: str, overrides: Mapping[str, float] | Non
                 "shape": list(pd.sigma_yx.shape),
                 "rank": count,
                 "depth": pd.pathway.depth,
-                "sigma_yx": str(pd.sigma_yx),
-                "sigma_x": str(pd.sigma_x),
+                "sigma_yx": as_text(pd.sigma_yx),
+                "sigma_x": as_text(pd.sigma_x),
                 "classes": _class_entries(derivation, p, values),
                 "singular_values": [_entry(m.s, values) for m in pd.modes],
                 "input_variances": [_entry(m.d, values) for m in pd.modes],
-                "odes": [str(r) for r in derivation.rates[position : position + count]],
-                "closed_form": None if closed is None else [str(c) for c in closed[position : position + count]],
+                "odes": [as_text(r) for r in derivation.rates[position : position + count]],
+                "closed_form": None if closed is None else [as_text(c) for c in closed[position : position + count]],
             }
         )
         position += count
@@ -149,8 +153,14 @@ def derive_report(task: Task, network: str, overrides: Mapping[str, float] | Non
             for c in crossovers(derivation, models.derivation(other.name), parameter, values):
                 others = {s: v for s, v in values.items() if s != parameter}
                 found.append(
-                    {"networks": list(c.networks), "parameter": parameter.name, "expr": str(c.expr), "value": _number(c.expr, others),
-                     "faster_below": c.faster_below, "faster_above": c.faster_above}
+                    {
+                        "networks": list(c.networks),
+                        "parameter": parameter.name,
+                        "expr": as_text(c.expr),
+                        "value": _number(c.expr, others),
+                        "faster_below": c.faster_below,
+                        "faster_above": c.faster_above,
+                    }
                 )
     return {
         "network": derivation.network.name,
@@ -158,50 +168,22 @@ def derive_report(task: Task, network: str, overrides: Mapping[str, float] | Non
         "pathways": pathways,
         "system": system_report(derivation.reduced_system, values),
         "assumptions": derivation.assumptions,
-        "loss": {"expr": str(loss), "closed_form": derivation.loss is not None, "initial": _entry(derivation.initial_loss, values)},
+        "loss": {
+            "expr": as_text(loss),
+            "closed_form": derivation.loss is not None,
+            "initial": _entry(derivation.initial_loss, values),
+        },
         "speed": _entry(derivation.speed, values),
         "crossovers": found,
     }
 
 
-def dynamics_kind(models: TaskModels, name: str) -> str:
-    derivation = models.derivation(name)
-    if models.uses_flow(name):
-        return "reduced flow"
-    return "closed form" if derivation.has_closed_form else "race ODE"
-
-
-def predicted_curve(models: TaskModels, name: str, ts, values: Mapping, init_scale: float, tau: float | None = None) -> np.ndarray:
-    """A network's loss curve with every pathway started from its width and the init scale:
-    closed forms where derived, the race ODE otherwise, and the exact reduced flow where
-    interacting pathways have no closed form. Seeds enter as ``log a0``, so init scales whose
-    ``a0`` underflows still give the right curve."""
-    task = models.task
-    tau = task.training.tau if tau is None else tau
-    prediction, log_a0 = _prediction(models, name, init_scale)
-    return np.asarray(prediction.loss_curve_from_log(ts, log_a0, tau, _vector(task, values)))
-
-
-def _prediction(models: TaskModels, name: str, init_scale: float):
-    """The object that predicts network ``name`` (the exact reduced flow for interacting pathways
-    without closed forms, the compiled closed forms or race ODE otherwise) and its ``log a0``
-    seeds. Both offer ``loss_curve_from_log`` and ``race`` with the same arguments."""
-    if models.uses_flow(name):
-        flow = models.flow(name)
-        return flow, pathway_log_initial_strengths(flow.derivation.network, init_scale)
-    compiled = models.compiled(name)
-    return compiled, expected_log_initial_strengths(compiled, init_scale)
-
-
-def staged_report(models: TaskModels, name: str, ts, values: Mapping, exact_curve: np.ndarray) -> dict:
+def staged_report(models: TaskPredictions, name: str, ts, values: Mapping, exact_curve: np.ndarray) -> dict:
     """The staged approximation of a network with interacting pathways, and its error
     against the exact dynamics (max |L_staged - L_exact| / L(0))."""
     task = models.task
     staged = models.staged(name)
-    vector = _vector(task, values)
-    init_scale = task.training.init_scale
-    a0 = {p.name: float(a) for p, a in zip(staged.network.pathways, pathway_log_initial_strengths(staged.network, init_scale))}
-    curve = np.asarray(loss_of_maps(models.flow(name), staged_maps(staged, ts, a0, task.training.tau, vector, log=True), vector))
+    curve = models.staged_loss_curve(name, ts, task.training.init_scale, task.training.tau, _vector(task, values))
     second = staged.second_stage
     return {
         "first": staged.first.name,
@@ -212,7 +194,12 @@ def staged_report(models: TaskModels, name: str, ts, values: Mapping, exact_curv
     }
 
 
-def race_report(task: Task, overrides: Mapping[str, float] | None = None, models: TaskModels | None = None, staged: bool = False) -> dict:
+def race_report(
+    task: Task,
+    overrides: Mapping[str, float] | None = None,
+    models: TaskPredictions | None = None,
+    staged: bool = False,
+) -> dict:
     """Rank the candidate networks by their predicted time to learn, and find crossovers.
 
     ``t_half``/``t_90`` are solved on the predicted dynamics, not read off a grid: inverted
@@ -224,7 +211,7 @@ def race_report(task: Task, overrides: Mapping[str, float] | None = None, models
     appear only when an ODE could not be followed to the horizon. ``winner`` is ``null`` when no
     prediction is finite, or when none reaches 10% within the horizon and the best losses at the
     horizon are equal."""
-    models = models or TaskModels(task)
+    models = models or TaskPredictions(task)
     check_values(task, overrides, models)
     if not task.networks:
         raise SpecError(task.source, "network", "the race needs at least one [[network]]")
@@ -236,17 +223,20 @@ def race_report(task: Task, overrides: Mapping[str, float] | None = None, models
     networks = []
     for name, derivation in tqdm(derivations.items(), desc="race", disable=None, leave=False):
         # crossings solved on the dynamics themselves, no sampling grid (numeric.race.RaceResult)
-        prediction, log_a0 = _prediction(models, name, training.init_scale)
-        result = prediction.race(log_a0, training.tau, vector, horizon)
+        prediction = models.prediction(name)
+        result = prediction.race(training.init_scale, training.tau, vector, horizon)
         entry = {
             "name": name,
             "speed": _entry(derivation.speed, values),
             "t_half": _finite_or_none(result.crossings[0.5]),
             "t_90": _finite_or_none(result.crossings[0.1]),
             "final_loss": _finite_or_none(result.final_loss),
-            "dynamics": dynamics_kind(models, name),
+            "dynamics": prediction.kind,
             "closed_form": derivation.closed_forms is not None,
-            "pathways": [{"name": pd.name, "singular_values": [_entry(m.s, values) for m in pd.modes]} for pd in derivation.pathways],
+            "pathways": [
+                {"name": pd.name, "singular_values": [_entry(m.s, values) for m in pd.modes]}
+                for pd in derivation.pathways
+            ],
         }
         if result.stopped_at is not None:
             entry["stopped_at"] = result.stopped_at
@@ -254,8 +244,11 @@ def race_report(task: Task, overrides: Mapping[str, float] | None = None, models
             entry["notes"] = list(result.notes)
         if staged and derivation.cross_correlations and len(derivation.pathways) > 1:
             ts = epoch_grid(horizon, theory_stride(horizon))
-            entry["staged"] = staged_report(models, name, ts, values, predicted_curve(models, name, ts, values, training.init_scale))
+            entry["staged"] = staged_report(
+                models, name, ts, values, prediction.loss_curve(ts, training.init_scale, training.tau, vector)
+            )
         networks.append(entry)
+
     # the first to reach 10% of the initial loss wins; among those that never do, the lowest final
     # loss; a network whose prediction is not finite ranks last and never wins
     def order(n):
@@ -276,27 +269,46 @@ def race_report(task: Task, overrides: Mapping[str, float] | None = None, models
                     {
                         "networks": list(c.networks),
                         "parameter": parameter.name,
-                        "expr": str(c.expr),
+                        "expr": as_text(c.expr),
                         "value": _number(c.expr, others),
                         "faster_below": c.faster_below,
                         "faster_above": c.faster_above,
                     }
                 )
-    return {"parameters": {s.name: v for s, v in values.items()}, "horizon": horizon, "networks": networks, "ranking": ranking, "winner": winner, "crossovers": found}
+    return {
+        "parameters": {s.name: v for s, v in values.items()},
+        "horizon": horizon,
+        "networks": networks,
+        "ranking": ranking,
+        "winner": winner,
+        "crossovers": found,
+    }
 
 
 def _settings(task: Task, seeds: int | None, epochs: int | None):
     return task.with_training(seeds=seeds, epochs=epochs).training
 
 
-def simulate(task: Task, model: str, overrides=None, seeds: int | None = None, epochs: int | None = None, models: TaskModels | None = None):
+def simulate(
+    task: Task,
+    model: str,
+    overrides=None,
+    seeds: int | None = None,
+    epochs: int | None = None,
+    models: TaskPredictions | None = None,
+):
     """Train the ReLU network (``model='relu'``) or a listed GDLN with its explicit gates."""
-    models = models or TaskModels(task)
+    models = models or TaskPredictions(task)
     values = task.values(overrides)
     training = _settings(task, seeds, epochs)
     check_training_size(task, training, model)
     inputs, targets = models.dataset(_vector(task, values))
-    common = dict(init_scale=training.init_scale, learning_rate=training.learning_rate, epochs=training.epochs, seeds=range(training.seeds))
+    common = dict(
+        init_scale=training.init_scale,
+        learning_rate=training.learning_rate,
+        epochs=training.epochs,
+        seeds=range(training.seeds),
+    )
     if model == "relu":
         return train_relu(inputs, targets, training.hidden_units, **common), values, training
     layout = gdln_layout(task.network(model), task.num_datapoints)
@@ -355,35 +367,32 @@ def simulate_report(task: Task, model: str, overrides=None, seeds=None, epochs=N
     return report
 
 
-def predicted_relu_curves(models: TaskModels, run, values, training, ts) -> dict[str, np.ndarray]:
-    """Each candidate's predicted loss curve for the trained ReLU runs at epochs ``ts``.
-
-    Pathways that do not interact start from each seed's initial ReLU weights (see
-    :mod:`verify.initial_conditions`), averaged over seeds; interacting pathways follow the
-    exact reduced flow from their width and the init scale. Nothing is fitted to the ReLU losses."""
+def predicted_relu_curves(models: TaskPredictions, run, values, training, ts) -> dict[str, np.ndarray]:
+    """Each candidate's predicted loss curve for the trained ReLU runs at epochs ``ts``
+    (:meth:`numeric.prediction.Prediction.relu_loss_curve`). Nothing is fitted to the ReLU losses."""
     task = models.task
     vector = _vector(task, values)
     inputs, _ = models.dataset(vector)
-    w1s, w2s = run.initial
-    curves = {}
-    for network in task.networks:
-        if models.uses_flow(network.name):
-            curves[network.name] = predicted_curve(models, network.name, ts, values, training.init_scale, training.tau)
-            continue
-        compiled = models.compiled(network.name)
-        per_seed = [
-            compiled.loss_curve(ts, relu_initial_strengths(compiled, w1s[k], w2s[k], inputs, vector), training.tau, vector)
-            for k in range(training.seeds)
-        ]
-        curves[network.name] = np.mean(np.stack(per_seed), axis=0)
-    return curves
+    return {
+        network.name: models.prediction(network.name).relu_loss_curve(
+            ts, run.initial, inputs, training.init_scale, training.tau, vector
+        )
+        for network in task.networks
+    }
 
 
-def verify_report(task: Task, overrides=None, seeds=None, epochs=None, models: TaskModels | None = None, representations: bool = True) -> dict:
+def verify_report(
+    task: Task,
+    overrides=None,
+    seeds=None,
+    epochs=None,
+    models: TaskPredictions | None = None,
+    representations: bool = True,
+) -> dict:
     """Train the ReLU network and say which candidate network it follows, and how closely;
     with ``data.contexts``, add the census of its hidden units and the MDS comparison with
     the followed candidate trained as a GDLN with explicit gates."""
-    models = models or TaskModels(task)
+    models = models or TaskPredictions(task)
     if not task.networks:
         raise SpecError(task.source, "network", "verification needs at least one [[network]]")
     check_values(task, overrides, models)
@@ -392,25 +401,41 @@ def verify_report(task: Task, overrides=None, seeds=None, epochs=None, models: T
     ts = epoch_grid(training.epochs, stride)
     relu = np.mean(np.asarray(run.losses), axis=0)[::stride]
     predictions = predicted_relu_curves(models, run, values, training, ts)
-    networks = [
+    networks: list[dict[str, Any]] = [
         {
             "name": name,
             "max_deviation": float(np.max(np.abs(curve - relu)) / relu[0]),
             "mean_deviation": float(np.mean(np.abs(curve - relu)) / relu[0]),
             "t_half_predicted": finite_crossing(ts, curve, 0.5),
             "t_half_relu": finite_crossing(ts, relu, 0.5),
-            "dynamics": dynamics_kind(models, name),
+            "dynamics": models.prediction(name).kind,
         }
         for name, curve in predictions.items()
     ]
-    notes = [note for note in [divergence_note("ReLU network", ts, relu, " (gradient descent diverged or overflowed)")] if note]
-    notes += [note for name, curve in predictions.items() if (note := divergence_note(f"prediction of {name}", ts, curve))]
+    notes = [
+        note
+        for note in [divergence_note("ReLU network", ts, relu, " (gradient descent diverged or overflowed)")]
+        if note
+    ]
+    notes += [
+        note for name, curve in predictions.items() if (note := divergence_note(f"prediction of {name}", ts, curve))
+    ]
     # a candidate whose deviation is not finite can never be the one followed (min() would let a NaN win)
     candidates = [n for n in networks if math.isfinite(n["max_deviation"]) and math.isfinite(n["mean_deviation"])]
-    follows = min(candidates, key=lambda n: (round(n["max_deviation"], 4), n["mean_deviation"]))["name"] if candidates else None
+    follows = (
+        min(candidates, key=lambda n: (round(n["max_deviation"], 4), n["mean_deviation"]))["name"]
+        if candidates
+        else None
+    )
     if follows is None:
         notes.append("no candidate's deviation from the ReLU network is finite: none is followed")
-    report = {"parameters": {s.name: v for s, v in values.items()}, "seeds": training.seeds, "epochs": training.epochs, "follows": follows, "networks": networks}
+    report: dict[str, Any] = {
+        "parameters": {s.name: v for s, v in values.items()},
+        "seeds": training.seeds,
+        "epochs": training.epochs,
+        "follows": follows,
+        "networks": networks,
+    }
     if notes:
         report["notes"] = notes
     if task.contexts is not None:

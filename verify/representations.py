@@ -84,4 +84,6 @@ def hidden_layers(task: Task, relu_run, reln_run, network: str, inputs, seed: in
         return jax.tree_util.tree_map(lambda w: w[seed], tree)
 
     layout = gdln_layout(task.network(network), task.num_datapoints)
-    return np.asarray(relu_hidden(one(relu_run.final), inputs)), np.asarray(gdln_hidden(one(reln_run.final), inputs, layout))
+    return np.asarray(relu_hidden(one(relu_run.final), inputs)), np.asarray(
+        gdln_hidden(one(reln_run.final), inputs, layout)
+    )

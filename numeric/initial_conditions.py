@@ -17,13 +17,15 @@ import jax.numpy as jnp
 from derive import formulas
 from derive.spec import Network
 
-from numeric.race import CompiledNetwork
+from .race import CompiledNetwork
 
 
 def unit_shares(network: Network, initial_gates) -> jnp.ndarray:
     """``(pathways, units)`` shares of each hidden unit, from its gates ``(datapoints, units)``."""
     gates = jnp.asarray(initial_gates, dtype=bool)
-    takes_part = jnp.stack([jnp.all(gates[jnp.array(p.active), :], axis=0) for p in network.pathways]).astype(jnp.float64)
+    takes_part = jnp.stack([jnp.all(gates[jnp.array(p.active), :], axis=0) for p in network.pathways]).astype(
+        jnp.float64
+    )
     return takes_part / jnp.maximum(takes_part.sum(axis=0), 1.0)
 
 
@@ -44,7 +46,10 @@ def expected_initial_strengths(compiled: CompiledNetwork, init_scale: float) -> 
     """``a0 = units * init_scale^2 / 2`` for every mode: the expectation for the GDLN itself."""
     network = compiled.derivation.network
     return jnp.array(
-        [formulas.expected_initial_strength(network.pathways[ref.pathway].units, init_scale) for ref in compiled.derivation.mode_refs]
+        [
+            formulas.expected_initial_strength(network.pathways[ref.pathway].units, init_scale)
+            for ref in compiled.derivation.mode_refs
+        ]
     )
 
 
@@ -65,7 +70,12 @@ def log_expected_initial_strength(units: int, init_scale: float) -> float:
 def expected_log_initial_strengths(compiled: CompiledNetwork, init_scale: float) -> jnp.ndarray:
     """``log a0`` for every mode of ``compiled`` (see :func:`expected_initial_strengths`)."""
     network = compiled.derivation.network
-    return jnp.array([log_expected_initial_strength(network.pathways[ref.pathway].units, init_scale) for ref in compiled.derivation.mode_refs])
+    return jnp.array(
+        [
+            log_expected_initial_strength(network.pathways[ref.pathway].units, init_scale)
+            for ref in compiled.derivation.mode_refs
+        ]
+    )
 
 
 def pathway_log_initial_strengths(network: Network, init_scale: float) -> jnp.ndarray:

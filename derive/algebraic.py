@@ -1,0 +1,263 @@
+"""Exact arithmetic with algebraic numbers that have no radical form (``CRootOf``).
+
+A mode whose ``s^2`` is a root ``r`` of an irreducible polynomial ``f`` of degree ``n`` (the
+Section 4 ring block gives ``n = 8``) has exact vectors in ``Q(r)``: polynomials in ``r`` of
+degree below ``n``. Couplings multiply vectors of two such modes, ``r1`` and ``r2``, often from
+different fields. Building the compositum ``Q(r1, r2)`` (degree 56 on Section 4) takes SymPy
+minutes, but none is needed: every product the derivation forms is bilinear in the two modes'
+vectors, so it is a polynomial in ``(r1, r2)`` of degree below ``n1`` and ``n2``.
+
+Here each ``CRootOf``, and each square root of a rational number beside it, is replaced by a
+generator symbol of a polynomial ring over Q. Products are taken there, powers of one generator
+are reduced modulo its minimal polynomial, and the generators are put back as the numbers they
+stand for. The result is exact: no decimal appears. It is a normal form for each generator
+alone; relations between generators (``sqrt(6) = sqrt(2) sqrt(3)``, or the sum of a polynomial's
+roots) are not used, so whether a result is zero is decided by :func:`derive.modes.vanishes`.
+"""
+
+from __future__ import annotations
+
+import sympy
+
+_GENERATORS: dict[sympy.Expr, sympy.Dummy] = {}
+_NUMBERS: dict[sympy.Dummy, sympy.Expr] = {}
+_POWER_TABLES: dict[sympy.Dummy, list[dict[int, sympy.Rational]]] = {}
+
+
+def _generator(number: sympy.Expr) -> sympy.Dummy:
+    """The generator symbol standing for ``number`` (one per number, for the whole process)."""
+    if number not in _GENERATORS:
+        symbol = sympy.Dummy(f"r{len(_GENERATORS)}")  # a Dummy never equals a user's symbol
+        _GENERATORS[number] = symbol
+        _NUMBERS[symbol] = number
+    return _GENERATORS[number]
+
+
+_MINIMAL: dict[sympy.Dummy, sympy.Poly] = {}
+
+
+def _minimal_polynomial(symbol: sympy.Dummy) -> sympy.Poly:
+    if symbol not in _MINIMAL:
+        number = _NUMBERS[symbol]
+        if isinstance(number, sympy.CRootOf):
+            _MINIMAL[symbol] = sympy.Poly(number.poly.as_expr().xreplace({number.poly.gen: symbol}), symbol)
+        else:
+            _MINIMAL[symbol] = sympy.Poly(symbol**number.exp.q - number.base**number.exp.p, symbol)
+    return _MINIMAL[symbol]
+
+
+def _is_rational_radical(expr: sympy.Expr) -> bool:
+    return (
+        isinstance(expr, sympy.Pow)
+        and expr.base.is_Rational
+        and expr.base > 0
+        and expr.exp.is_Rational
+        and not expr.exp.is_Integer
+    )
+
+
+def has_roots(expr) -> bool:
+    """Whether ``expr`` holds a ``CRootOf`` number."""
+    return bool(sympy.sympify(expr).atoms(sympy.CRootOf))
+
+
+def to_generators(expr: sympy.Expr) -> sympy.Expr:
+    """``expr`` with every ``CRootOf`` and every rational radical replaced by its generator."""
+    expr = sympy.sympify(expr)
+    substitution = generators_of(expr)
+    return expr.xreplace(substitution) if substitution else expr
+
+
+def has_generators(expr: sympy.Expr) -> bool:
+    return any(s in _NUMBERS for s in sympy.sympify(expr).free_symbols)
+
+
+def generators_of(matrix) -> dict:
+    """The substitution of generator symbols for the algebraic numbers in ``matrix``'s entries."""
+    numbers = matrix.atoms(sympy.CRootOf) | {p for p in matrix.atoms(sympy.Pow) if _is_rational_radical(p)}
+    return {number: _generator(number) for number in numbers}
+
+
+def _generators_in(expr: sympy.Expr) -> list[sympy.Dummy]:
+    return sorted((s for s in expr.free_symbols if s in _NUMBERS), key=lambda s: s.name)
+
+
+def _powers(symbol: sympy.Dummy, highest: int) -> list[dict[int, sympy.Rational]]:
+    """``symbol^e`` for every ``e <= highest`` in the basis ``1, symbol, ..., symbol^(n-1)``: one
+    dict (exponent below ``n`` -> rational coefficient) per power, built once per generator."""
+    minimal = _minimal_polynomial(symbol)
+    degree = minimal.degree()
+    table = _POWER_TABLES.setdefault(symbol, [])
+    if not table:
+        leading = minimal.LC()
+        table.extend({e: sympy.Integer(1)} for e in range(degree))
+        table.append({k: -c / leading for (k,), c in minimal.terms() if k < degree})
+    lower = table[degree]
+    while len(table) <= highest:
+        current: dict[int, sympy.Rational] = {}
+        for k, c in table[-1].items():  # times symbol, with symbol^degree rewritten
+            if k + 1 < degree:
+                current[k + 1] = current.get(k + 1, 0) + c
+            else:
+                for j, b in lower.items():
+                    current[j] = current.get(j, 0) + c * b
+        table.append({k: c for k, c in current.items() if c != 0})
+    return table
+
+
+def _reduced_poly(poly: sympy.Poly) -> sympy.Poly:
+    """``poly`` (its generators among its gens) with every generator's degree below its minimal
+    polynomial's: term by term, through each generator's table of powers."""
+    gens = poly.gens
+    positions = [i for i, g in enumerate(gens) if g in _NUMBERS]
+    degrees = {i: _minimal_polynomial(gens[i]).degree() for i in positions}
+    if all(poly.degree(gens[i]) < degrees[i] for i in positions):
+        return poly
+    total: dict[tuple[int, ...], object] = {}
+    for monomial, coefficient in poly.terms():
+        partial = {monomial: coefficient}
+        for i in positions:
+            if monomial[i] < degrees[i]:
+                continue
+            expansion = _powers(gens[i], monomial[i])[monomial[i]]
+            partial = {key[:i] + (k,) + key[i + 1 :]: c * b for key, c in partial.items() for k, b in expansion.items()}
+        for key, c in partial.items():
+            total[key] = total.get(key, 0) + c
+    return sympy.Poly.from_dict(
+        {k: c for k, c in total.items() if c != 0} or {(0,) * len(gens): 0}, *gens, domain=poly.domain
+    )
+
+
+def reduced(expr: sympy.Expr) -> sympy.Expr:
+    """A polynomial in generator symbols reduced modulo each generator's minimal polynomial."""
+    symbols = _generators_in(sympy.sympify(expr))
+    if not symbols:
+        return sympy.expand(expr)
+    return _reduced_poly(sympy.Poly(expr, *symbols)).as_expr()
+
+
+def from_generators(expr: sympy.Expr) -> sympy.Expr:
+    """The reduced ``expr`` with its generator symbols put back as the numbers they stand for."""
+    if not has_generators(expr):
+        return expr
+    expr = reduced(expr)
+    symbols = _generators_in(expr)
+    return expr.xreplace({s: _NUMBERS[s] for s in symbols}) if symbols else expr
+
+
+def reciprocal(expr: sympy.Expr) -> sympy.Expr:
+    """``1/expr`` as a polynomial in its one algebraic number ``r`` (the inverse in ``Q(r)``), or
+    ``1/expr`` when ``expr`` holds none, several, or has parameters."""
+    symbolic = to_generators(expr)
+    symbols = _generators_in(symbolic)
+    if not symbols or symbolic.free_symbols - set(symbols):
+        return 1 / expr
+    if len(symbols) > 1:  # an inverse would need the compositum: left as a quotient
+        return 1 / expr
+    (symbol,) = symbols
+    inverse = sympy.invert(sympy.expand(symbolic), _minimal_polynomial(symbol).as_expr(), symbol)
+    return from_generators(inverse)
+
+
+def exact_product(*factors: sympy.Expr) -> sympy.Expr:
+    """The product of ``factors``, each a polynomial in algebraic numbers (or free of them),
+    reduced and written back with the numbers."""
+    converted = [to_generators(f) for f in factors]
+    symbols = sorted(set().union(*(set(_generators_in(f)) for f in converted)), key=lambda s: s.name)
+    if not symbols:
+        return sympy.expand(sympy.Mul(*factors))
+    total = sympy.Poly(1, *symbols)
+    for factor in converted:
+        total = _reduced_poly(total * sympy.Poly(factor, *symbols))
+    return from_generators(total.as_expr())
+
+
+# --- the same arithmetic on elements of SymPy polynomial rings (DomainMatrix entries) ----------
+def is_generator_ring(domain) -> bool:
+    """Whether ``domain`` is a polynomial ring over Q or Z with at least one generator symbol."""
+    return bool(getattr(domain, "is_PolynomialRing", False)) and any(s in _NUMBERS for s in domain.symbols)
+
+
+def generator_ring(*domains):
+    """``QQ[g...]`` over the generator symbols of ``domains`` and of nothing else."""
+    symbols: set = set()
+    for domain in domains:
+        symbols |= set(getattr(domain, "symbols", ()))
+    return sympy.QQ.poly_ring(*sorted(symbols, key=lambda s: s.name))
+
+
+def reduce_element(element):
+    """A ring element with every generator's degree below its minimal polynomial's."""
+    ring = element.ring
+    positions = [(i, s) for i, s in enumerate(ring.symbols) if s in _NUMBERS]
+    degrees = {i: _minimal_polynomial(s).degree() for i, s in positions}
+    if all(m[i] < degrees[i] for m in element.keys() for i, _ in positions):
+        return element
+    field = ring.domain
+    tables = {}
+    for i, symbol in positions:
+        highest = max(m[i] for m in element.keys())
+        tables[i] = [{k: field.from_sympy(b) for k, b in power.items()} for power in _powers(symbol, highest)]
+    total: dict = {}
+    for monomial, coefficient in element.items():
+        partial = {monomial: coefficient}
+        for i, _ in positions:
+            if monomial[i] < degrees[i]:
+                continue
+            expansion = tables[i][monomial[i]]
+            partial = {key[:i] + (k,) + key[i + 1 :]: c * b for key, c in partial.items() for k, b in expansion.items()}
+        for key, c in partial.items():
+            total[key] = total.get(key, field.zero) + c
+    return ring.from_dict({k: c for k, c in total.items() if c})
+
+
+def element_to_sympy(domain, element) -> sympy.Expr:
+    """A ring element, reduced, as a SymPy expression in the algebraic numbers themselves."""
+    if not is_generator_ring(domain):
+        return domain.to_sympy(element)
+    expr = domain.to_sympy(reduce_element(element))
+    return expr.xreplace({s: _NUMBERS[s] for s in _generators_in(expr)})
+
+
+def element_from_sympy(domain, expr: sympy.Expr):
+    """``expr`` (a polynomial in algebraic numbers of ``domain``'s generators) as an element;
+    ``None`` when it is not one."""
+    try:
+        return domain.from_sympy(sympy.expand(to_generators(expr)))
+    except (sympy.polys.polyerrors.CoercionFailed, sympy.polys.polyerrors.PolynomialError):
+        return None
+
+
+_VALUES: dict = {}
+_DIGITS = 60
+
+
+def element_magnitude(element) -> float:
+    """``|element|`` evaluated at ``_DIGITS`` digits with the generators' numerical values (to
+    decide whether an element that is not the zero polynomial is the number 0)."""
+    import mpmath
+
+    ring = element.ring
+    with mpmath.workdps(_DIGITS):
+        values = []
+        for symbol in ring.symbols:
+            if symbol not in _VALUES:
+                _VALUES[symbol] = mpmath.mpf(str(sympy.N(_NUMBERS[symbol], _DIGITS)))
+            values.append(_VALUES[symbol])
+        total = mpmath.mpf(0)
+        for monomial, coefficient in element.items():
+            term = mpmath.mpf(int(coefficient.numerator)) / int(coefficient.denominator)
+            for value, exponent in zip(values, monomial):
+                if exponent:
+                    term *= value**exponent
+            total += term
+        return float(abs(total))
+
+
+def as_text(expr) -> str:
+    """``str(expr)``; for expressions with ``CRootOf`` numbers, in SymPy's stored term order:
+    the printer's default order sorts terms by their numeric values, evaluating every ``CRootOf``
+    again and again (minutes on the Section 4 loss)."""
+    if isinstance(expr, sympy.Basic) and expr.has(sympy.CRootOf):
+        return sympy.sstr(expr, order="none")
+    return str(expr)

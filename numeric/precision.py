@@ -1,0 +1,30 @@
+"""64-bit JAX for gdln's computations, switched on by its entry points, never by an import.
+
+The theory's times and losses need float64: closed forms evaluate ``exp(-2 s t / tau)`` over
+thousands of epochs, and crossing times are read off curves that differ in the 4th digit. The
+CLI (``gdln``), the benchmarks and the test suite call :func:`use_x64` once; library callers
+do the same, or wrap their work in ``with x64(): ...``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import jax
+
+
+def use_x64() -> None:
+    """Switch JAX to 64-bit for the rest of the process."""
+    jax.config.update("jax_enable_x64", True)
+
+
+@contextmanager
+def x64() -> Iterator[None]:
+    """64-bit JAX inside the block; the caller's setting is restored after it."""
+    previous = bool(jax.config.read("jax_enable_x64"))
+    jax.config.update("jax_enable_x64", True)
+    try:
+        yield
+    finally:
+        jax.config.update("jax_enable_x64", previous)

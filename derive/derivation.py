@@ -69,6 +69,8 @@ class NetworkDerivation:
             syx = sigma_yx(self.task, pathway)
             sx = sigma_x(self.task, pathway, pathway)
             modes = tuple(find_modes(syx, sx, f"network {self.network.name!r} pathway {pathway.name!r}"))
+            # plain names (no LaTeX braces) for JSON keys and text; SymPy's LaTeX printer still
+            # writes a_{net.pathway.k} from the underscore
             tag = f"{self.network.name}.{pathway.name}"
             derived.append(
                 PathwayDerivation(
@@ -76,17 +78,19 @@ class NetworkDerivation:
                     sigma_yx=syx,
                     sigma_x=sx,
                     modes=modes,
-                    strengths=tuple(sympy.Symbol(f"a_{{{tag}.{k}}}", positive=True) for k in range(len(modes))),
-                    initial_strengths=tuple(
-                        sympy.Symbol(f"a0_{{{tag}.{k}}}", positive=True) for k in range(len(modes))
-                    ),
+                    strengths=tuple(sympy.Symbol(f"a_{tag}.{k}", positive=True) for k in range(len(modes))),
+                    initial_strengths=tuple(sympy.Symbol(f"a0_{tag}.{k}", positive=True) for k in range(len(modes))),
                 )
             )
         return tuple(derived)
 
     @cached_property
     def mode_refs(self) -> tuple[ModeRef, ...]:
-        return tuple(ModeRef(p, k) for p, pd in enumerate(self.pathways) for k in range(len(pd.modes)))
+        return tuple(
+            ModeRef(p, k)
+            for p, pathway_derivation in enumerate(self.pathways)
+            for k in range(len(pathway_derivation.modes))
+        )
 
     def mode(self, ref: ModeRef) -> Mode:
         return self.pathways[ref.pathway].modes[ref.mode]
@@ -152,8 +156,8 @@ class NetworkDerivation:
         refs = self.mode_refs
         entries = sympy.zeros(len(refs), len(refs))
         offsets = [0]
-        for pd in self.pathways:
-            offsets.append(offsets[-1] + len(pd.modes))
+        for pathway_derivation in self.pathways:
+            offsets.append(offsets[-1] + len(pathway_derivation.modes))
         for k, ref in enumerate(refs):
             entries[k, k] = self.mode(ref).d
         for q, p in self.cross_correlations:
@@ -221,13 +225,13 @@ class NetworkDerivation:
     def diagonalisation_failures(self) -> list[str]:
         """Modes whose input singular vector is not an eigenvector of the pathway's ``Sigma_x``."""
         failures = []
-        for pd in self.pathways:
-            for k, mode in enumerate(pd.modes):
+        for pathway_derivation in self.pathways:
+            for k, mode in enumerate(pathway_derivation.modes):
                 # on the unnormalised exact vector: zero exactly when the normalised residual is
-                residual = (pd.sigma_x * mode.v_raw - mode.d * mode.v_raw).applyfunc(tidy)
+                residual = (pathway_derivation.sigma_x * mode.v_raw - mode.d * mode.v_raw).applyfunc(tidy)
                 if not all(e == 0 or vanishes(e) for e in residual):
                     failures.append(
-                        f"pathway {pd.name!r} mode {k}: Sigma_yx and Sigma_x do not share right singular vectors "
+                        f"pathway {pathway_derivation.name!r} mode {k}: Sigma_yx and Sigma_x do not share right singular vectors "
                         "(Assumption 2.1.1 fails)"
                     )
         return failures
@@ -236,7 +240,9 @@ class NetworkDerivation:
     def has_closed_form(self) -> bool:
         """Closed forms exist for depth-2 pathways whose modes are mutually diagonalisable, and,
         when pathways interact, whose :attr:`group_reduction` is exact and decoupled."""
-        if self.diagonalisation_failures or not all(pd.pathway.depth == 2 for pd in self.pathways):
+        if self.diagonalisation_failures or not all(
+            pathway_derivation.pathway.depth == 2 for pathway_derivation in self.pathways
+        ):
             return False
         return not self.cross_correlations or self.group_reduction.decoupled
 
@@ -251,7 +257,7 @@ class NetworkDerivation:
             "shared_basis_failures": list(self.group_reduction.failures) if self.cross_correlations else [],
             "symmetric_groups": [[self.network.pathways[p].name for p in g] for g in self.symmetric_groups],
             "closed_form": self.has_closed_form,
-            "exact_modes": all(m.exact for pd in self.pathways for m in pd.modes),
+            "exact_modes": all(m.exact for pathway_derivation in self.pathways for m in pathway_derivation.modes),
             "algebraic_values": self.algebraic_values,
             "numeric_couplings": self.numeric_couplings,
             "reduced_system": self.reduced_system.kind,
@@ -265,7 +271,7 @@ class NetworkDerivation:
     def numeric_couplings(self) -> list[list[str]]:
         """Pathway pairs whose couplings are given to ``PRECISION_DIGITS`` digits rather than
         exactly (see :data:`MAX_EXACT_COUPLING_DEGREE`)."""
-        names = [pd.name for pd in self.pathways]
+        names = [pathway_derivation.name for pathway_derivation in self.pathways]
         return [
             [names[q], names[p]]
             for (q, p) in self.cross_correlations
@@ -278,11 +284,11 @@ class NetworkDerivation:
         pathway and polynomial, with the degree of ``s^2``'s minimal polynomial. Couplings with
         these modes are exact polynomials in the roots, except for :attr:`numeric_couplings`."""
         found = []
-        for pd in self.pathways:
-            degrees = sorted({m.degree for m in pd.modes if m.kind == "algebraic"})
+        for pathway_derivation in self.pathways:
+            degrees = sorted({m.degree for m in pathway_derivation.modes if m.kind == "algebraic"})
             for degree in degrees:
-                count = sum(1 for m in pd.modes if m.kind == "algebraic" and m.degree == degree)
-                found.append({"pathway": pd.name, "modes": count, "degree": degree})
+                count = sum(1 for m in pathway_derivation.modes if m.kind == "algebraic" and m.degree == degree)
+                found.append({"pathway": pathway_derivation.name, "modes": count, "degree": degree})
         return found
 
     # --- dynamics ------------------------------------------------------------------------
@@ -423,8 +429,8 @@ class ReducedSystem:
             for g, j in reduction.variables:
                 members = reduction.groups[g]
                 tag = (names[members[0]] if len(members) == 1 else f"g{g + 1}") + f".{j}"
-                variables.append(sympy.Symbol(f"b_{{{tag}}}", positive=True))
-                initial.append(sympy.Symbol(f"b0_{{{tag}}}", positive=True))
+                variables.append(sympy.Symbol(f"b_{tag}", positive=True))
+                initial.append(sympy.Symbol(f"b0_{tag}", positive=True))
                 labels.append(f"class {j} of {', '.join(names[p] for p in members)}")
                 depths.append(derivation.network.pathways[members[0]].depth)
             coupling = reduction.coupling

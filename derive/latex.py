@@ -110,22 +110,30 @@ def _gate(task, active) -> str:
 def _pathways(derivation: NetworkDerivation) -> str:
     task = derivation.task
     lines = ["\\subsection*{Pathways and their modes}\n"]
-    for p, pd in enumerate(derivation.pathways):
-        pathway = pd.pathway
+    for p, pathway_derivation in enumerate(derivation.pathways):
+        pathway = pathway_derivation.pathway
         lines.append(
-            f"\\paragraph{{{escape_text(pd.name)}}} On {escape_text(_gate(task, pathway.active))}; "
+            f"\\paragraph{{{escape_text(pathway_derivation.name)}}} On {escape_text(_gate(task, pathway.active))}; "
             f"{len(pathway.inputs)} inputs, {len(pathway.outputs)} outputs, depth $D = {pathway.depth}$.\n"
         )
         lines.append(
-            _matrix_or_description(f"\\Sigma^{{yx}}(\\text{{{escape_text(pd.name)}}})", pd.sigma_yx, len(pd.modes))
+            _matrix_or_description(
+                f"\\Sigma^{{yx}}(\\text{{{escape_text(pathway_derivation.name)}}})",
+                pathway_derivation.sigma_yx,
+                len(pathway_derivation.modes),
+            )
         )
-        lines.append(_matrix_or_description(f"\\Sigma^{{x}}(\\text{{{escape_text(pd.name)}}})", pd.sigma_x))
+        lines.append(
+            _matrix_or_description(
+                f"\\Sigma^{{x}}(\\text{{{escape_text(pathway_derivation.name)}}})", pathway_derivation.sigma_x
+            )
+        )
         classes = derivation.symmetry.classes[p]
         if classes:
             lines.append("\\begin{align*}\n")
             rows = []
             for c in classes:
-                mode = pd.modes[c.modes[0]]
+                mode = pathway_derivation.modes[c.modes[0]]
                 rows.append(
                     f"s &= {_value(c.s, mode.kind, mode.degree)} \\ (\\times {c.multiplicity}), & d &= {_value(c.input_variance, mode.kind, mode.degree)}"
                 )

@@ -49,8 +49,10 @@ class StagedDerivation:
     def converged_map(self) -> sympy.ImmutableMatrix:
         """``W_first(inf) = Sigma_yx Sigma_x^+``: where gradient flow from small weights ends
         (the minimum-norm least-squares map of the pathway's effective dataset)."""
-        pd = self.first_stage.pathways[0]
-        return sympy.ImmutableMatrix((pd.sigma_yx * pd.sigma_x.pinv()).applyfunc(sympy.expand))
+        pathway_derivation = self.first_stage.pathways[0]
+        return sympy.ImmutableMatrix(
+            (pathway_derivation.sigma_yx * pathway_derivation.sigma_x.pinv()).applyfunc(sympy.expand)
+        )
 
     @cached_property
     def residual_task(self) -> Task:

@@ -238,9 +238,9 @@ class Symmetry:
 
     def _stacked(self, exact: bool) -> tuple[tuple[DomainMatrix, DomainMatrix], ...]:
         result = []
-        for pd in self.derivation.pathways:
-            outputs, inputs = len(pd.pathway.outputs), len(pd.pathway.inputs)
-            raws = [self._raw(m, exact) for m in pd.modes]
+        for pathway_derivation in self.derivation.pathways:
+            outputs, inputs = len(pathway_derivation.pathway.outputs), len(pathway_derivation.pathway.inputs)
+            raws = [self._raw(m, exact) for m in pathway_derivation.modes]
             u = sympy.Matrix.hstack(*[r[0] for r in raws]) if raws else sympy.zeros(outputs, 0)
             v = sympy.Matrix.hstack(*[r[1] for r in raws]) if raws else sympy.zeros(inputs, 0)
             result.append((domain_matrix(u), domain_matrix(v)))
@@ -250,19 +250,19 @@ class Symmetry:
     def classes(self) -> tuple[tuple[SingularClass, ...], ...]:
         """Per pathway, its modes grouped by equal singular value, in order of first appearance."""
         result = []
-        for pd in self.derivation.pathways:
+        for pathway_derivation in self.derivation.pathways:
             members: list[list[int]] = []
-            for k, mode in enumerate(pd.modes):
+            for k, mode in enumerate(pathway_derivation.modes):
                 for group in members:
-                    if vanishes(mode.s**2 - pd.modes[group[0]].s ** 2):
+                    if vanishes(mode.s**2 - pathway_derivation.modes[group[0]].s ** 2):
                         group.append(k)
                         break
                 else:
                     members.append([k])
             classes = []
             for group in members:
-                modes = [pd.modes[k] for k in group]
-                scaled = sympy.zeros(len(pd.pathway.outputs), len(pd.pathway.inputs))
+                modes = [pathway_derivation.modes[k] for k in group]
+                scaled = sympy.zeros(len(pathway_derivation.pathway.outputs), len(pathway_derivation.pathway.inputs))
                 for mode in modes:
                     u_raw, v_raw, raw_norm2 = self._raw(mode, exact=False)
                     scaled += u_raw * v_raw.T / raw_norm2
@@ -318,9 +318,11 @@ class Symmetry:
             return a[0] == b[0] and vanishes(a[1] - b[1]) and vanishes(a[2] - b[2])
 
         signatures = []
-        for p, pd in enumerate(d.pathways):
+        for p, pathway_derivation in enumerate(d.pathways):
             outputs, inputs = self._overlap_norms(p)
-            signatures.append((pd.pathway.depth, [class_key(c) for c in self.classes[p]], outputs, inputs))
+            signatures.append(
+                (pathway_derivation.pathway.depth, [class_key(c) for c in self.classes[p]], outputs, inputs)
+            )
         groups: list[list[int]] = []
         for p, sig in enumerate(signatures):
             for group in groups:

@@ -305,7 +305,7 @@ def cmd_realizable(args):
 def cmd_lemma(args):
     import numpy as np
 
-    from verify.realizability import MAX_LEMMA_DATAPOINTS, enumerate_patterns
+    from verify.realizability import MAX_LEMMA_DATAPOINTS, enumerate_patterns, pattern_classes
 
     task = _load(args)
     if task.num_datapoints > MAX_LEMMA_DATAPOINTS:
@@ -315,16 +315,12 @@ def cmd_lemma(args):
             f"{task.num_datapoints} datapoints; lemma enumerates at most {MAX_LEMMA_DATAPOINTS}",
         )
     inputs = np.asarray(_numeric_inputs(task, args))
-    groups = {"single-datapoint": [frozenset([n]) for n in range(task.num_datapoints)]}
-    if args.context_columns:
-        columns = _indices(args.context_columns, "--context-columns", task.num_inputs, "context-columns")
-        keys = [tuple(row[columns]) for row in inputs]
-        classes = {key: frozenset(n for n, k in enumerate(keys) if k == key) for key in keys}
-        unions = []
-        for mask in range(1, 2 ** len(classes)):
-            unions.append(frozenset().union(*[c for k, c in enumerate(classes.values()) if mask >> k & 1]))
-        groups = {"context-only": unions, **groups}
-    report = enumerate_patterns(inputs, groups)
+    columns = (
+        _indices(args.context_columns, "--context-columns", task.num_inputs, "context-columns")
+        if args.context_columns
+        else None
+    )
+    report = enumerate_patterns(inputs, pattern_classes(inputs, columns))
     _emit(
         report,
         args.json,

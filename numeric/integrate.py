@@ -6,9 +6,13 @@ stability limit (steps of about ``tau / s``), so long horizons are read off with
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import diffrax
 import jax.numpy as jnp
 import numpy as np
+
+from .types import ArrayLike, Float
 
 
 def _solve(
@@ -33,7 +37,14 @@ def _solve(
 
 
 def integrate_ode(
-    f, y0, ts, args, rtol: float = 1e-10, atol: float = 1e-14, max_steps: int = 1_000_000, dtmax: float | None = None
+    f: Callable,
+    y0: Float[ArrayLike, " state"],
+    ts: Float[ArrayLike, " T"],
+    args,
+    rtol: float = 1e-10,
+    atol: float = 1e-14,
+    max_steps: int = 1_000_000,
+    dtmax: float | None = None,
 ):
     """Solve ``dy/dt = f(t, y, args)`` from ``y0`` at ``ts[0]``; returns ``y`` at every ``ts`` (rows)."""
     ts = jnp.asarray(ts, dtype=jnp.float64)

@@ -22,6 +22,7 @@ from derive.derivation import TAU, TIME, NetworkDerivation
 
 from .compile import compile_expressions, generate_ode_function
 from .integrate import integrate_ode, integrate_to, solver_steps
+from .types import Array, ArrayLike, Float, Scalar, Times, Values
 
 #: brentq's relative tolerance on crossing times (its floor is 4 machine epsilons)
 CROSSING_RTOL = 1e-13
@@ -234,7 +235,7 @@ class CompiledNetwork:
             exprs += [mode.s, mode.d, *mode.u, *mode.v]
         return compile_expressions(exprs, list(self.parameters), "mode_values")
 
-    def modes(self, values):
+    def modes(self, values: Values) -> list[tuple[Scalar, Scalar, Float[Array, " out"], Float[Array, " inp"]]]:
         """Numeric ``(s, d, u, v)`` of every mode at ``values``."""
         flat = self._mode_values(*values)
         out, position = [], 0
@@ -252,7 +253,9 @@ class CompiledNetwork:
     def uses_closed_form(self) -> bool:
         return self.derivation.closed_forms is not None
 
-    def strengths(self, ts, a0, tau, values):
+    def strengths(
+        self, ts: Times, a0: Float[ArrayLike, " modes"], tau: float, values: Values
+    ) -> Float[Array, "T modes"]:
         """Mode strengths at times ``ts``, shape ``(len(ts), modes)``."""
         ts = jnp.asarray(ts, dtype=jnp.float64)
         a0 = jnp.asarray(a0, dtype=jnp.float64)
@@ -264,7 +267,7 @@ class CompiledNetwork:
     def loss_of_strengths(self, strengths, values):
         return self._loss_of_strengths(*[strengths[..., k] for k in range(strengths.shape[-1])], *values)
 
-    def loss_curve(self, ts, a0, tau, values):
+    def loss_curve(self, ts: Times, a0: Float[ArrayLike, " modes"], tau: float, values: Values) -> Float[Array, " T"]:
         """Predicted loss at times ``ts`` (epochs)."""
         return self.loss_of_strengths(self.strengths(ts, a0, tau, values), values)
 
@@ -330,7 +333,9 @@ class CompiledNetwork:
             )
         )
 
-    def strengths_from_log(self, ts, log_a0, tau, values):
+    def strengths_from_log(
+        self, ts: Times, log_a0: Float[ArrayLike, " modes"], tau: float, values: Values
+    ) -> Float[Array, "T modes"]:
         """Mode strengths at ``ts`` from ``log a0``: the closed forms in log space
         (:func:`log_mode_strength`), or the race ODE integrated in ``log a`` (:attr:`log_ode`)."""
         ts = jnp.asarray(ts, dtype=jnp.float64)
@@ -340,7 +345,9 @@ class CompiledNetwork:
             return log_mode_strength(jnp.asarray(s), jnp.asarray(d), log_a0, ts[:, None], tau)
         return jnp.exp(integrate_ode(self.log_ode, log_a0, ts, (jnp.float64(tau), *[jnp.float64(v) for v in values])))
 
-    def loss_curve_from_log(self, ts, log_a0, tau, values):
+    def loss_curve_from_log(
+        self, ts: Times, log_a0: Float[ArrayLike, " modes"], tau: float, values: Values
+    ) -> Float[Array, " T"]:
         """Predicted loss at ``ts`` with seeds given as ``log a0`` (see :meth:`strengths_from_log`)."""
         return self.loss_of_strengths(self.strengths_from_log(ts, log_a0, tau, values), values)
 
@@ -360,7 +367,14 @@ class CompiledNetwork:
         best = np.linalg.lstsq(hessian, -gradient, rcond=None)[0]
         return float(loss(jnp.asarray(best))) if np.all(best > 0) else None
 
-    def race(self, log_a0, tau, values, horizon: float, fractions: Sequence[float] = (0.5, 0.1)) -> RaceResult:
+    def race(
+        self,
+        log_a0: Float[ArrayLike, " modes"],
+        tau: float,
+        values: Values,
+        horizon: float,
+        fractions: Sequence[float] = (0.5, 0.1),
+    ) -> RaceResult:
         """Epochs at which the predicted loss falls to ``fractions`` of its initial loss, and the
         loss at ``horizon``, from seeds ``log a0`` and without a sampling grid.
 

@@ -13,6 +13,7 @@ start it at the analytic end of the linear phase (:meth:`ReducedFlow.start`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import cached_property
 
 import jax
@@ -24,6 +25,8 @@ from derive.derivation import NetworkDerivation
 
 from .compile import compile_expressions
 from .integrate import integrate_ode
+from .race import RaceResult
+from .types import Array, ArrayLike, Float, Times, Values
 
 _RANK_TOLERANCE = 1e-10
 
@@ -61,7 +64,9 @@ class ReducedFlow:
         ]
         self.widths = [min(len(p.outputs), len(p.inputs)) for p in self.pathways]
         # the derived modes (s, u, v) of every pathway, through the one hand-off: never an SVD here
-        mode_exprs = [e for pd in derivation.pathways for m in pd.modes for e in (m.s, *m.u, *m.v)]
+        mode_exprs = [
+            e for pathway_derivation in derivation.pathways for m in pathway_derivation.modes for e in (m.s, *m.u, *m.v)
+        ]
         self._mode_values = compile_expressions(
             mode_exprs, list(derivation.parameters), f"modes_{derivation.network.name}"
         )
@@ -186,7 +191,16 @@ class ReducedFlow:
 
         return self._chains_from(modes_of, a0)
 
-    def solve(self, ts, a0, tau, values, rtol: float = 1e-9, atol: float = 1e-14, log_a0=None):
+    def solve(
+        self,
+        ts: Times,
+        a0: Float[ArrayLike, " pathways"] | None,
+        tau: float,
+        values: Values,
+        rtol: float = 1e-9,
+        atol: float = 1e-14,
+        log_a0: Float[ArrayLike, " pathways"] | None = None,
+    ):
         """Weight chains at times ``ts`` (a pytree with a leading time axis).
 
         With ``log_a0`` (one ``log a0`` per pathway) instead of ``a0``, seeds far below float range
@@ -224,7 +238,9 @@ class ReducedFlow:
     def trajectory(self, ts, a0, tau, values, **tolerances) -> FlowTrajectory:
         return FlowTrajectory(self, self.solve(ts, a0, tau, values, **tolerances), values)
 
-    def loss_curve_from_log(self, ts, log_a0, tau, values):
+    def loss_curve_from_log(
+        self, ts: Times, log_a0: Float[ArrayLike, " pathways"], tau: float, values: Values
+    ) -> Float[Array, " T"]:
         """Loss at epochs ``ts`` from ``log a0`` per pathway (as :meth:`numeric.race.CompiledNetwork.loss_curve_from_log`)."""
         return FlowTrajectory(self, self.solve(ts, None, tau, values, log_a0=log_a0), values).loss
 
@@ -241,10 +257,10 @@ class ReducedFlow:
         _, sigma_x, _ = self.correlations(values)
         flat = np.asarray(self._mode_values(*values), dtype=np.float64)
         out, position = [], 0
-        for p, pd in enumerate(self.derivation.pathways):
+        for p, pathway_derivation in enumerate(self.derivation.pathways):
             outputs, inputs, width = len(self.pathways[p].outputs), len(self.pathways[p].inputs), self.widths[p]
             u, s, vt = np.zeros((outputs, width)), np.zeros(width), np.zeros((width, inputs))
-            for k, _ in enumerate(pd.modes):
+            for k, _ in enumerate(pathway_derivation.modes):
                 s[k] = flat[position]
                 u[:, k] = flat[position + 1 : position + 1 + outputs]
                 vt[k] = flat[position + 1 + outputs : position + 1 + outputs + inputs]
@@ -360,7 +376,16 @@ class ReducedFlow:
 
         return jax.jit(jax.vmap(loss, in_axes=(0, None, None, None)))
 
-    def race(self, log_a0, tau, values, horizon: float, fractions=(0.5, 0.1), rtol: float = 1e-10, atol: float = 1e-14):
+    def race(
+        self,
+        log_a0: Float[ArrayLike, " pathways"],
+        tau: float,
+        values: Values,
+        horizon: float,
+        fractions: Sequence[float] = (0.5, 0.1),
+        rtol: float = 1e-10,
+        atol: float = 1e-14,
+    ) -> RaceResult:
         """Epochs at which the loss of the exact flow falls to ``fractions`` of its initial loss, and
         the loss at ``horizon`` (:class:`numeric.race.RaceResult`), from ``log a0`` per pathway.
 

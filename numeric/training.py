@@ -18,6 +18,8 @@ import jax.numpy as jnp
 
 from derive.spec import Network
 
+from .types import ArrayLike, Float
+
 
 @dataclass(frozen=True)
 class TrainingRun:
@@ -72,7 +74,13 @@ def seed_keys(seeds: Sequence[int]):
 
 
 def train_relu(
-    inputs, targets, hidden_units: int, init_scale: float, learning_rate: float, epochs: int, seeds: Sequence[int]
+    inputs: Float[ArrayLike, "N inp"],
+    targets: Float[ArrayLike, "N out"],
+    hidden_units: int,
+    init_scale: float,
+    learning_rate: float,
+    epochs: int,
+    seeds: Sequence[int],
 ) -> TrainingRun:
     """Train ``yhat = W2 relu(W1 x)`` (no biases, linear output) once per seed."""
     losses, initial, final = _train_relu(
@@ -146,7 +154,13 @@ def _train_gdln(keys, inputs, targets, layout, init_scale, learning_rate, epochs
 
 
 def train_gdln(
-    inputs, targets, layout: GdlnLayout, init_scale: float, learning_rate: float, epochs: int, seeds: Sequence[int]
+    inputs: Float[ArrayLike, "N inp"],
+    targets: Float[ArrayLike, "N out"],
+    layout: GdlnLayout,
+    init_scale: float,
+    learning_rate: float,
+    epochs: int,
+    seeds: Sequence[int],
 ) -> TrainingRun:
     """Train a GDLN with its explicit gates once per seed."""
     losses, initial, final = _train_gdln(

@@ -24,7 +24,7 @@ from derive.spec import Task, task_from_dict
 from derive.tasks import context_task
 from numeric.prediction import TaskPredictions, staged_maps
 from verify.files import save_figure
-from verify.reports import epoch_grid, race_report, simulate, theory_stride
+from verify.reports import epoch_grid, race_report, theory_stride, train_network
 from verify.representations import classical_mds, hidden_layers
 
 
@@ -70,8 +70,8 @@ def figure4(out: Path, quick: bool = False) -> Path:
     models = TaskPredictions(task)
     winner = race_report(task, models=models)["winner"]
     seeds = 1 if quick else task.training.seeds
-    relu, values, training = simulate(task, "relu", seeds=seeds, models=models)
-    reln, _, _ = simulate(task, winner, seeds=seeds, models=models)
+    relu, values, training = train_network(task, "relu", seeds=seeds, models=models)
+    reln, _, _ = train_network(task, winner, seeds=seeds, models=models)
     stride = theory_stride(training.epochs)
     ts = np.asarray(epoch_grid(training.epochs, stride))
     prediction = models.prediction(winner)  # the reduced flow here: its pathways interact
@@ -136,7 +136,7 @@ def figure5(out: Path, quick: bool = False) -> Path:
         ax_s.set_xlabel("epoch")
         exact = models.prediction(name).loss_curve(ts, training.init_scale, training.tau, [])
         staged_loss = models.staged_loss_curve(name, ts, training.init_scale, training.tau, [])
-        relu, _, _ = simulate(task, "relu", seeds=1 if quick else training.seeds, models=models)
+        relu, _, _ = train_network(task, "relu", seeds=1 if quick else training.seeds, models=models)
         ax_l = axes[1, column]
         ax_l.plot(ts, np.asarray(relu.losses).mean(axis=0)[::stride], color="tab:red", label="ReLU network")
         ax_l.plot(ts, exact, color="black", linestyle="--", label=f"{name}: {models.prediction(name).kind}")

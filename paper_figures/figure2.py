@@ -23,7 +23,7 @@ from derive.tasks import xor_task
 from numeric.prediction import TaskPredictions
 from numeric.race import crossing_time
 from verify.files import save_figure
-from verify.reports import epoch_grid, predicted_relu_curves, simulate
+from verify.reports import epoch_grid, predicted_relu_curves, train_network
 
 COLOURS = {"relu": "tab:red", "linear": "tab:blue", "xor": "tab:orange"}
 
@@ -49,7 +49,7 @@ def figure2(out: Path, quick: bool = False) -> Path:
     predicted_times: dict[str, list[float]] = {"linear": [], "xor": []}
     curves: dict = {}
     for delta in tqdm(sorted(set(deltas) | set(curve_deltas)), desc="figure 2", disable=None):
-        run, values, training = simulate(task, "relu", {"Delta": float(delta)}, seeds=seeds, models=models)
+        run, values, training = train_network(task, "relu", {"Delta": float(delta)}, seeds=seeds, models=models)
         losses = np.asarray(run.losses)
         predictions = predicted_relu_curves(models, run, values, training, ts)
         if delta in deltas:

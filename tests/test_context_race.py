@@ -100,7 +100,9 @@ def test_gating_off_a_nonnegative_datapoint_never_raises_the_top_singular_value(
     assume(any(any(r) for r in inputs) and any(any(r) for r in targets))
     task = _task(inputs, targets, [{"name": "all"}, {"name": "fewer", "active": [n for n in range(4) if n != dropped]}])
     derivation = NetworkDerivation(task, "n")
-    top = [max((float(m.s) for m in pd.modes), default=0.0) for pd in derivation.pathways]
+    top = [
+        max((float(m.s) for m in pathway_derivation.modes), default=0.0) for pathway_derivation in derivation.pathways
+    ]
     assert top[1] <= top[0] + 1e-12
 
 

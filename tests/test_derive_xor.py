@@ -33,14 +33,18 @@ def test_effective_correlations_and_modes_match_numpy(xor_task, delta):
     inputs, targets = xor_arrays(float(values[xor_task.parameter("Delta")]))
     for network in xor_task.networks:
         derivation = NetworkDerivation(xor_task, network)
-        for pd in derivation.pathways:
-            g = list(pd.pathway.active)
+        for pathway_derivation in derivation.pathways:
+            g = list(pathway_derivation.pathway.active)
             expected_syx = targets[g].T @ inputs[g] / 4
             expected_sx = inputs[g].T @ inputs[g] / 4
-            np.testing.assert_allclose(np.array(pd.sigma_yx.subs(values), float), expected_syx, atol=1e-14)
-            np.testing.assert_allclose(np.array(pd.sigma_x.subs(values), float), expected_sx, atol=1e-14)
+            np.testing.assert_allclose(
+                np.array(pathway_derivation.sigma_yx.subs(values), float), expected_syx, atol=1e-14
+            )
+            np.testing.assert_allclose(
+                np.array(pathway_derivation.sigma_x.subs(values), float), expected_sx, atol=1e-14
+            )
             u, s, vt = np.linalg.svd(expected_syx)
-            (mode,) = pd.modes
+            (mode,) = pathway_derivation.modes
             assert float(mode.s.subs(values)) == pytest.approx(s[0], rel=1e-12)
             v = np.array(mode.v.subs(values), float).ravel()
             assert abs(abs(v @ vt[0]) - 1) < 1e-12
@@ -91,8 +95,8 @@ def test_mutual_diagonalisability_failure_is_detected():
     assert not derivation.assumptions["mutually_diagonalisable"]
     assert "Assumption 2.1.1" in derivation.assumptions["failures"][0]
     assert derivation.closed_forms is None
-    pd = derivation.pathways[0]
-    assert not all(vanishes(e) for e in eigen_residual(pd.sigma_x, pd.modes[0]))
+    pathway_derivation = derivation.pathways[0]
+    assert not all(vanishes(e) for e in eigen_residual(pathway_derivation.sigma_x, pathway_derivation.modes[0]))
 
 
 @settings(max_examples=15, deadline=None)
@@ -109,14 +113,18 @@ def test_modes_of_random_pathways_match_numpy_svd(row_scales, extra):
     task = task_from_dict(
         {"data": {"inputs": inputs, "targets": targets}, "network": [{"name": "n", "pathway": [{"active": [0, 2]}]}]}
     )
-    pd = NetworkDerivation(task, "n").pathways[0]
+    pathway_derivation = NetworkDerivation(task, "n").pathways[0]
     x, y = np.array(inputs, float), np.array(targets, float)
     expected = np.linalg.svd(y[[0, 2]].T @ x[[0, 2]] / 3, compute_uv=False)[0]
-    assert float(pd.modes[0].s) == pytest.approx(expected, rel=1e-12)
+    assert float(pathway_derivation.modes[0].s) == pytest.approx(expected, rel=1e-12)
     np.testing.assert_allclose(
-        np.array(sigma_x(task, pd.pathway, pd.pathway), float), x[[0, 2]].T @ x[[0, 2]] / 3, atol=1e-14
+        np.array(sigma_x(task, pathway_derivation.pathway, pathway_derivation.pathway), float),
+        x[[0, 2]].T @ x[[0, 2]] / 3,
+        atol=1e-14,
     )
-    np.testing.assert_allclose(np.array(sigma_yx(task, pd.pathway), float), y[[0, 2]].T @ x[[0, 2]] / 3, atol=1e-14)
+    np.testing.assert_allclose(
+        np.array(sigma_yx(task, pathway_derivation.pathway), float), y[[0, 2]].T @ x[[0, 2]] / 3, atol=1e-14
+    )
 
 
 def test_parameter_free_block_diagonalised_numerically():
@@ -125,7 +133,7 @@ def test_parameter_free_block_diagonalised_numerically():
     inputs = [[1, 0, 0], [0, 1, 0], [0, 0, 1]]
     targets = [[1, 0], [1, 1], [0, 2]]
     task = task_from_dict({"data": {"inputs": inputs, "targets": targets}, "network": [{"name": "n", "pathway": [{}]}]})
-    pd = NetworkDerivation(task, "n").pathways[0]
+    pathway_derivation = NetworkDerivation(task, "n").pathways[0]
     expected = np.linalg.svd(np.array(targets, float).T @ np.array(inputs, float) / 3, compute_uv=False)
-    got = sorted((float(m.s) for m in pd.modes), reverse=True)
+    got = sorted((float(m.s) for m in pathway_derivation.modes), reverse=True)
     np.testing.assert_allclose(got, expected, rtol=1e-12)

@@ -68,7 +68,7 @@ def test_lone_pathway_race_equals_deep_linear_network_closed_form():
 
 def test_generated_ode_function_documents_argument_order(xor_models):
     f = xor_models.prediction("linear").compiled.ode
-    assert "y = (a_{linear.positive.0}, a_{linear.negative.0})" in f.__doc__
+    assert "y = (a_linear.positive.0, a_linear.negative.0)" in f.__doc__
     assert "args = (tau, Delta)" in f.__doc__
 
 

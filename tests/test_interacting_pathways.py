@@ -75,6 +75,7 @@ def test_group_closed_form_matches_the_exact_flow(section5_k3):
         assert abs(sympy.N(residual.subs(point), 30)) < 1e-20
 
 
+@pytest.mark.slow
 def test_interacting_context_pathways_share_no_basis_and_say_so():
     task = load_spec(EXAMPLES / "section4_context.toml")
     derivation = NetworkDerivation(task, "common+2")
@@ -85,6 +86,7 @@ def test_interacting_context_pathways_share_no_basis_and_say_so():
     assert derivation.closed_forms is None
 
 
+@pytest.mark.slow
 def test_reduced_flow_matches_a_trained_gdln_with_explicit_gates():
     """Exact reduced flow vs full-batch GD on the explicit-gate GDLN (100 units per module,
     3 seeds): at most 0.02 of the initial loss apart (the gap is mostly discrete steps)."""

@@ -66,9 +66,9 @@ def check_input_variances(task: Task, values: Mapping, models) -> None:
     target_scale = float(np.max(np.sum(targets**2, axis=1))) if targets.size else 0.0
     for network in task.networks:
         derivation = models.derivation(network.name)
-        for pd in derivation.pathways:
-            key = f"network[{network.name}].pathway[{pd.name}]"
-            for k, mode in enumerate(pd.modes):
+        for pathway_derivation in derivation.pathways:
+            key = f"network[{network.name}].pathway[{pathway_derivation.name}]"
+            for k, mode in enumerate(pathway_derivation.modes):
                 try:
                     s, d = abs(evaluate(mode.s, values)), evaluate(mode.d, values).real
                 except EvaluationError as error:

@@ -34,6 +34,23 @@ def realizable(inputs, pattern) -> tuple[bool, np.ndarray | None]:
     return True, w
 
 
+def pattern_classes(inputs, context_columns: list[int] | None = None) -> dict[str, list[frozenset]]:
+    """The classes of gate patterns that Lemma 4.1 names: ``single-datapoint`` patterns and,
+    given the input columns that hold the context, ``context-only`` patterns (every union of
+    the sets of datapoints that share a context)."""
+    inputs = np.asarray(inputs)
+    groups: dict[str, list[frozenset]] = {"single-datapoint": [frozenset([n]) for n in range(inputs.shape[0])]}
+    if not context_columns:
+        return groups
+    keys = [tuple(row[context_columns]) for row in inputs]
+    classes = {key: frozenset(n for n, k in enumerate(keys) if k == key) for key in keys}
+    unions = [
+        frozenset().union(*[c for k, c in enumerate(classes.values()) if mask >> k & 1])
+        for mask in range(1, 2 ** len(classes))
+    ]
+    return {"context-only": unions, **groups}
+
+
 def classify_pattern(pattern: frozenset, groups: dict[str, list[frozenset]]) -> str:
     """Name of the first group whose members include ``pattern``, else ``other``."""
     for name, members in groups.items():

@@ -70,10 +70,10 @@ def gate_description(task: Task, active: tuple[int, ...]) -> str:
 
 
 def _class_entries(derivation, p: int, values: Mapping) -> list[dict]:
-    pd = derivation.pathways[p]
+    pathway_derivation = derivation.pathways[p]
     out = []
     for c in derivation.symmetry.classes[p]:
-        mode = pd.modes[c.modes[0]]
+        mode = pathway_derivation.modes[c.modes[0]]
         out.append(
             {
                 "s": _entry(c.s, values),
@@ -124,21 +124,21 @@ def derive_report(
     closed = derivation.closed_forms
     pathways = []
     position = 0
-    for p, pd in enumerate(derivation.pathways):
-        count = len(pd.modes)
+    for p, pathway_derivation in enumerate(derivation.pathways):
+        count = len(pathway_derivation.modes)
         pathways.append(
             {
-                "name": pd.name,
-                "active": list(pd.pathway.active),
-                "gate": gate_description(task, pd.pathway.active),
-                "shape": list(pd.sigma_yx.shape),
+                "name": pathway_derivation.name,
+                "active": list(pathway_derivation.pathway.active),
+                "gate": gate_description(task, pathway_derivation.pathway.active),
+                "shape": list(pathway_derivation.sigma_yx.shape),
                 "rank": count,
-                "depth": pd.pathway.depth,
-                "sigma_yx": as_text(pd.sigma_yx),
-                "sigma_x": as_text(pd.sigma_x),
+                "depth": pathway_derivation.pathway.depth,
+                "sigma_yx": as_text(pathway_derivation.sigma_yx),
+                "sigma_x": as_text(pathway_derivation.sigma_x),
                 "classes": _class_entries(derivation, p, values),
-                "singular_values": [_entry(m.s, values) for m in pd.modes],
-                "input_variances": [_entry(m.d, values) for m in pd.modes],
+                "singular_values": [_entry(m.s, values) for m in pathway_derivation.modes],
+                "input_variances": [_entry(m.d, values) for m in pathway_derivation.modes],
                 "odes": [as_text(r) for r in derivation.rates[position : position + count]],
                 "closed_form": None if closed is None else [as_text(c) for c in closed[position : position + count]],
             }
@@ -234,8 +234,11 @@ def race_report(
             "dynamics": prediction.kind,
             "closed_form": derivation.closed_forms is not None,
             "pathways": [
-                {"name": pd.name, "singular_values": [_entry(m.s, values) for m in pd.modes]}
-                for pd in derivation.pathways
+                {
+                    "name": pathway_derivation.name,
+                    "singular_values": [_entry(m.s, values) for m in pathway_derivation.modes],
+                }
+                for pathway_derivation in derivation.pathways
             ],
         }
         if result.stopped_at is not None:
@@ -289,7 +292,7 @@ def _settings(task: Task, seeds: int | None, epochs: int | None):
     return task.with_training(seeds=seeds, epochs=epochs).training
 
 
-def simulate(
+def train_network(
     task: Task,
     model: str,
     overrides=None,
@@ -336,7 +339,7 @@ def divergence_note(name: str, ts, curve, why: str = "") -> str | None:
 
 def simulate_report(task: Task, model: str, overrides=None, seeds=None, epochs=None, out: str | None = None) -> dict:
     check_values(task, overrides, derivations=False)
-    run, values, training = simulate(task, model, overrides, seeds, epochs)
+    run, values, training = train_network(task, model, overrides, seeds, epochs)
     ts = epoch_grid(training.epochs)
     losses = np.asarray(run.losses)
     if out is not None:
@@ -396,7 +399,7 @@ def verify_report(
     if not task.networks:
         raise SpecError(task.source, "network", "verification needs at least one [[network]]")
     check_values(task, overrides, models)
-    run, values, training = simulate(task, "relu", overrides, seeds, epochs, models)
+    run, values, training = train_network(task, "relu", overrides, seeds, epochs, models)
     stride = theory_stride(training.epochs)
     ts = epoch_grid(training.epochs, stride)
     relu = np.mean(np.asarray(run.losses), axis=0)[::stride]
@@ -442,6 +445,6 @@ def verify_report(
         inputs, _ = models.dataset(_vector(task, values))
         report["census"] = gate_census(task, inputs, *run.final)
         if representations and follows is not None:
-            reln, _, _ = simulate(task, follows, overrides, 1, epochs, models)
+            reln, _, _ = train_network(task, follows, overrides, 1, epochs, models)
             report["mds"] = {"network": follows, **mds_comparison(*hidden_layers(task, run, reln, follows, inputs))}
     return report

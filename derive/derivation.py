@@ -23,11 +23,12 @@ TIME = sympy.Symbol("t", nonnegative=True)
 TAU = sympy.Symbol("tau", positive=True)
 
 #: Couplings between two modes whose ``s^2`` have no radical form are exact polynomials in the two
-#: roots when the product of their degrees is at most this: 16 terms at most (the cubics and
-#: quartics of 4-item chain and cluster blocks). Above it (degrees 8 and 7 on Section 4: 56 terms
-#: with rationals of hundreds of digits, about 45 KB of text per coupling and 170 MB of JSON for
-#: common+2) they are given to ``PRECISION_DIGITS`` digits, and ``assumptions`` says so.
-MAX_EXACT_COUPLING_DEGREE = 16
+#: roots when the product of their degrees is at most this: 36 terms at most (4-item chain and
+#: cluster blocks give cubics and quartics, 8-item mixes degree 5 and 6 with quartics: about 9 KB of
+#: text per coupling). Above it (degrees 8 and 7 on Section 4: 56 terms with rationals of hundreds
+#: of digits, about 45 KB per coupling and 170 MB of JSON for common+2) they are given to
+#: ``PRECISION_DIGITS`` digits, and ``assumptions.numeric_couplings`` says where.
+MAX_EXACT_COUPLING_DEGREE = 36
 
 
 @dataclass(frozen=True)

@@ -102,6 +102,14 @@ def test_context_tasks_derive_exactly_and_match_numpy(items, contexts, blocks, n
 
 
 @pytest.mark.slow
+def test_eight_item_mixed_structures_derive_exactly():
+    """Chain and cluster blocks on 8 items give irreducible factors of degree 4 to 6: exact
+    couplings (degree products up to 24), no decimal anywhere, values as numpy's."""
+    derivation, report = _check_against_numpy(_context(8, 3, ["chain", "clusters", "hierarchy"]), "common+2")
+    assert report["assumptions"]["algebraic_values"] and not report["assumptions"]["numeric_couplings"]
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("items, contexts", [(8, 4), (8, 5), (16, 3)])
 def test_larger_context_tasks_derive_exactly(items, contexts):
     network = f"common+{contexts - 1}"

@@ -237,6 +237,22 @@ def cmd_race(args):
     _emit(race_report(_load(args), _overrides(args), staged=args.staged), args.json, _render_race)
 
 
+def cmd_union(args):
+    from verify.union import union_report
+
+    def render(report):
+        print(
+            f"union of every candidate pathway ({report['dynamics']}, {report['epochs']} epochs; {report['growth_rule']}):"
+        )
+        for p in report["pathways"]:
+            verdict = "grows" if p["grows"] else "stays"
+            print(
+                f"  {p['name']}: {verdict}, {p['relative']:.3f} of the strongest, 10^{p['log10_growth']:.1f} x its seed"
+            )
+
+    _emit(union_report(_load(args), _overrides(args), args.epochs), args.json, render)
+
+
 def cmd_simulate(args):
     from verify.reports import simulate_report
 
@@ -372,6 +388,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--strict", action="store_true", help="treat warnings (e.g. a learning rate that diverges) as errors"
     )
     p.set_defaults(run=cmd_race)
+
+    p = with_spec("union", "train every candidate pathway together (exact reduced flow): which ones grow")
+    p.add_argument("--epochs", type=int, help="horizon (default: the spec's training.epochs)")
+    p.set_defaults(run=cmd_union)
 
     for name, help_text, run in (
         ("simulate", "train the ReLU network or a GDLN with explicit gates", cmd_simulate),

@@ -338,6 +338,7 @@ def test_expressions_parse_or_fail_in_one_line_quickly(text):
     assert time.monotonic() - start < 5
 
 
+@pytest.mark.slow
 @settings(max_examples=60, **FUZZ)
 @given(data=st.data())
 def test_broken_specs_end_in_one_line_or_finite_json(capsys, tmp_path_factory, data):

@@ -1,0 +1,76 @@
+"""The union network (issue: Proposition 4.2 as a machine check, part 1): every distinct pathway of
+a task's candidate networks in one GDLN, trained together by the exact reduced flow. Which
+pathways grow and which stay at their seed says which modules gradient descent uses when all of
+them are available: the paper's "even if all six possible modules are trained simultaneously,
+the pathways active for a single context remain inactive" (Appendix E), for any task.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from derive.derivation import NetworkDerivation
+from derive.errors import SpecError
+from derive.spec import Network, Task
+from numeric.initial_conditions import log_expected_initial_strength
+from numeric.prediction import Prediction
+
+#: a pathway "grows" when its final strength is at least this fraction of the strongest pathway's
+GROWTH_FRACTION = 0.05
+
+
+def union_network(task: Task) -> Network:
+    """One pathway per distinct (datapoints, inputs, outputs, depth) among all candidate
+    networks, named as in the first network that lists it."""
+    seen: dict[tuple, Any] = {}
+    for network in task.networks:
+        for pathway in network.pathways:
+            key = (pathway.active, pathway.inputs, pathway.outputs, pathway.hidden_layers)
+            seen.setdefault(key, pathway)
+    return Network(name="union", pathways=tuple(seen.values()))
+
+
+def union_report(task: Task, overrides: Mapping[str, float] | None = None, epochs: int | None = None) -> dict:
+    """Train the union network by the exact reduced flow from every pathway's width and the init
+    scale, and report each pathway's final strength (largest singular value of its map) over its
+    seed ``a0``, and whether it grows (:data:`GROWTH_FRACTION` of the strongest)."""
+    if not task.networks:
+        raise SpecError(task.source, "network", "the union needs at least one [[network]]")
+    values = task.values(overrides)
+    vector = [values[s] for s in task.parameters]
+    training = task.with_training(epochs=epochs).training
+    network = union_network(task)
+    prediction = Prediction(NetworkDerivation(task, network))
+    ts = np.array([0.0, float(training.epochs)])
+    curves = prediction.strength_curves(ts, training.init_scale, training.tau, vector)
+    final = {name: float(np.max(np.asarray(c)[-1])) if np.asarray(c).size else 0.0 for name, c in curves.items()}
+    strongest = max(final.values()) if final else 0.0
+    pathways = []
+    for pathway in network.pathways:
+        log_seed = log_expected_initial_strength(pathway.units, training.init_scale)
+        strength = final[pathway.name]
+        pathways.append(
+            {
+                "name": pathway.name,
+                "active": list(pathway.active),
+                "seed": float(np.exp(log_seed)),
+                "final": strength,
+                "relative": strength / strongest if strongest > 0 else 0.0,
+                "log10_growth": float((np.log(max(strength, 1e-300)) - log_seed) / np.log(10.0)),
+                "grows": bool(strongest > 0 and strength >= GROWTH_FRACTION * strongest),
+            }
+        )
+    losses = prediction.loss_curve(ts, training.init_scale, training.tau, vector)
+    return {
+        "parameters": {s.name: v for s, v in values.items()},
+        "epochs": training.epochs,
+        "dynamics": prediction.kind,
+        "growth_rule": f"final strength >= {GROWTH_FRACTION} x the strongest pathway's",
+        "final_loss": float(losses[-1] / losses[0]),
+        "pathways": pathways,
+        "grow": [p["name"] for p in pathways if p["grows"]],
+        "stay": [p["name"] for p in pathways if not p["grows"]],
+    }

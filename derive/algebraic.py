@@ -105,35 +105,16 @@ def _powers(symbol: sympy.Dummy, highest: int) -> list[dict[int, sympy.Rational]
     return table
 
 
-def _reduced_poly(poly: sympy.Poly) -> sympy.Poly:
-    """``poly`` (its generators among its gens) with every generator's degree below its minimal
-    polynomial's: term by term, through each generator's table of powers."""
-    gens = poly.gens
-    positions = [i for i, g in enumerate(gens) if g in _NUMBERS]
-    degrees = {i: _minimal_polynomial(gens[i]).degree() for i in positions}
-    if all(poly.degree(gens[i]) < degrees[i] for i in positions):
-        return poly
-    total: dict[tuple[int, ...], object] = {}
-    for monomial, coefficient in poly.terms():
-        partial = {monomial: coefficient}
-        for i in positions:
-            if monomial[i] < degrees[i]:
-                continue
-            expansion = _powers(gens[i], monomial[i])[monomial[i]]
-            partial = {key[:i] + (k,) + key[i + 1 :]: c * b for key, c in partial.items() for k, b in expansion.items()}
-        for key, c in partial.items():
-            total[key] = total.get(key, 0) + c
-    return sympy.Poly.from_dict(
-        {k: c for k, c in total.items() if c != 0} or {(0,) * len(gens): 0}, *gens, domain=poly.domain
-    )
-
-
 def reduced(expr: sympy.Expr) -> sympy.Expr:
-    """A polynomial in generator symbols reduced modulo each generator's minimal polynomial."""
+    """A polynomial in generator symbols reduced modulo each generator's minimal polynomial
+    (:func:`reduce_element` on it as an element of a polynomial ring over its coefficients' field)."""
     symbols = _generators_in(sympy.sympify(expr))
     if not symbols:
         return sympy.expand(expr)
-    return _reduced_poly(sympy.Poly(expr, *symbols)).as_expr()
+    poly = sympy.Poly(expr, *symbols)
+    domain = poly.domain.get_field().poly_ring(*symbols)
+    element = domain.ring.from_dict({m: domain.domain.convert(c, poly.domain) for m, c in poly.rep.to_dict().items()})
+    return domain.to_sympy(reduce_element(element))
 
 
 def from_generators(expr: sympy.Expr) -> sympy.Expr:
@@ -161,15 +142,11 @@ def reciprocal(expr: sympy.Expr) -> sympy.Expr:
 
 def exact_product(*factors: sympy.Expr) -> sympy.Expr:
     """The product of ``factors``, each a polynomial in algebraic numbers (or free of them),
-    reduced and written back with the numbers."""
-    converted = [to_generators(f) for f in factors]
-    symbols = sorted(set().union(*(set(_generators_in(f)) for f in converted)), key=lambda s: s.name)
-    if not symbols:
-        return sympy.expand(sympy.Mul(*factors))
-    total = sympy.Poly(1, *symbols)
-    for factor in converted:
-        total = _reduced_poly(total * sympy.Poly(factor, *symbols))
-    return from_generators(total.as_expr())
+    reduced after every factor and written back with the numbers."""
+    total = sympy.Integer(1)
+    for factor in factors:
+        total = reduced(total * to_generators(factor))
+    return from_generators(total)
 
 
 # --- the same arithmetic on elements of SymPy polynomial rings (DomainMatrix entries) ----------

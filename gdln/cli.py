@@ -206,10 +206,9 @@ def _render_verify(report):
 
 
 def cmd_derive(args):
-    from derive.crossover import crossovers
     from derive.latex import derivation_latex
     from numeric.prediction import TaskPredictions
-    from verify.reports import derive_report
+    from verify.reports import derive_report, network_crossovers
 
     task = _load(args)
     models = TaskPredictions(task)
@@ -218,8 +217,7 @@ def cmd_derive(args):
     if args.latex or args.latex_fragment:
         values = task.values(overrides)
         derivation = models.derivation(args.network)
-        others = [models.derivation(n.name) for n in task.networks if n.name != derivation.network.name]
-        found = [c for other in others for p in task.parameters for c in crossovers(derivation, other, p, values)]
+        found = network_crossovers(models, derivation.network.name, values)  # cached: the report solved them
         if args.latex:
             _write(args.latex, derivation_latex(derivation, found, document=True))
         if args.latex_fragment:

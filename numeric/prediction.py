@@ -12,19 +12,21 @@
 Initial conditions come from :mod:`numeric.initial_conditions`: the pathway width and the init
 scale, or a ReLU network's initial weights; never fitted. The staged approximation (the first
 pathway alone, then the rest on its converged residual) has one definition,
-:meth:`Prediction.staged_loss_curve`.
+:func:`staged_loss_curve`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import cached_property
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+import sympy
 from jaxtyping import Array, Float
 
+from derive.crossover import Crossover, crossovers
 from derive.derivation import NetworkDerivation
 from derive.spec import Task
 from derive.staged import StagedDerivation
@@ -158,7 +160,14 @@ def staged_loss_curve(
 ) -> np.ndarray:
     """The loss of the full network under the staged approximation: the one definition that
     ``race --staged`` and Figure 5 share."""
-    return np.asarray(loss_of_maps(full.flow, staged_maps(stages, ts, init_scale, tau, values), values))
+    return loss_of_staged_maps(full, staged_maps(stages, ts, init_scale, tau, values), values)
+
+
+def loss_of_staged_maps(
+    full: Prediction, maps: Mapping[str, Float[Array, "T out in"]], values: Sequence[float]
+) -> np.ndarray:
+    """The full network's loss for maps from :func:`staged_maps` (for callers that also draw them)."""
+    return np.asarray(loss_of_maps(full.flow, dict(maps), values))
 
 
 class TaskPredictions:
@@ -171,6 +180,7 @@ class TaskPredictions:
         self._predictions: dict[str, Prediction] = {}
         self._staged: dict[str, StagedDerivation] = {}
         self._stages: dict[str, tuple[Prediction, Prediction]] = {}
+        self._crossovers: dict[tuple, list[Crossover]] = {}
 
     @cached_property
     def dataset(self) -> NumericDataset:
@@ -185,6 +195,15 @@ class TaskPredictions:
         if name not in self._predictions:
             self._predictions[name] = Prediction(self.derivation(name))
         return self._predictions[name]
+
+    def crossovers(self, first: str, second: str, values: Mapping[sympy.Symbol, float]) -> list[Crossover]:
+        """Crossovers of two networks in each parameter, the others at ``values``; solved once per
+        pair and values (``derive`` and its LaTeX export both ask)."""
+        key = (first, second, tuple(sorted((s.name, float(v)) for s, v in values.items())))
+        if key not in self._crossovers:
+            pair = self.derivation(first), self.derivation(second)
+            self._crossovers[key] = [c for p in self.task.parameters for c in crossovers(*pair, p, values)]
+        return self._crossovers[key]
 
     def staged(self, name: str) -> StagedDerivation:
         if name not in self._staged:

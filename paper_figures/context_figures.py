@@ -22,7 +22,7 @@ from matplotlib.figure import Figure
 
 from derive.spec import Task, task_from_dict
 from derive.tasks import context_task
-from numeric.prediction import TaskPredictions, staged_maps
+from numeric.prediction import TaskPredictions, loss_of_staged_maps, staged_maps
 from verify.files import save_figure
 from verify.reports import epoch_grid, race_report, theory_stride, train_network
 from verify.representations import classical_mds, hidden_layers
@@ -135,7 +135,7 @@ def figure5(out: Path, quick: bool = False) -> Path:
         )
         ax_s.set_xlabel("epoch")
         exact = models.prediction(name).loss_curve(ts, training.init_scale, training.tau, [])
-        staged_loss = models.staged_loss_curve(name, ts, training.init_scale, training.tau, [])
+        staged_loss = loss_of_staged_maps(models.prediction(name), maps, [])  # the maps drawn above
         relu, _, _ = train_network(task, "relu", seeds=1 if quick else training.seeds, models=models)
         ax_l = axes[1, column]
         ax_l.plot(ts, np.asarray(relu.losses).mean(axis=0)[::stride], color="tab:red", label="ReLU network")

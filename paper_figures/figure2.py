@@ -17,7 +17,6 @@ import numpy as np
 from matplotlib.figure import Figure
 from tqdm import tqdm
 
-from derive.crossover import crossovers
 from derive.spec import task_from_dict
 from derive.tasks import xor_task
 from numeric.prediction import TaskPredictions
@@ -29,10 +28,7 @@ COLOURS = {"relu": "tab:red", "linear": "tab:blue", "xor": "tab:orange"}
 
 
 def crossover_value(models: TaskPredictions) -> float:
-    task = models.task
-    parameter = task.parameter("Delta")
-    values = task.values()
-    found = crossovers(models.derivation("linear"), models.derivation("xor"), parameter, values)
+    found = models.crossovers("linear", "xor", models.task.values())
     return float(found[0].expr.evalf())
 
 

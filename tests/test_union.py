@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 from derive.spec import task_from_dict
 from derive.tasks import context_task
 from gdln.cli import main
@@ -18,6 +20,7 @@ def test_union_lists_each_distinct_pathway_once():
     assert names == ["common", "contexts-1", "contexts-2", "contexts-3", "contexts-1-2", "contexts-1-3", "contexts-2-3"]
 
 
+@pytest.mark.slow
 def test_pair_pathways_outgrow_single_context_pathways(tmp_path, capsys):
     """On 4 items x 3 contexts with hierarchies, the two-context pathways end far stronger than
     the one-context pathways (which still grow well above their seed: they do not stay there)."""

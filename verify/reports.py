@@ -17,7 +17,7 @@ import sympy
 from tqdm import tqdm
 
 from derive.algebraic import as_text
-from derive.crossover import crossovers
+from derive.crossover import Crossover
 from derive.errors import SpecError
 from derive.spec import Task
 from numeric.prediction import TaskPredictions
@@ -112,6 +112,28 @@ def system_report(system, values: Mapping) -> dict:
     }
 
 
+def network_crossovers(models: TaskPredictions, name: str, values: Mapping) -> list[Crossover]:
+    """Crossovers of network ``name`` with each other network of the task, in every parameter."""
+    return [
+        c for other in models.task.networks if other.name != name for c in models.crossovers(name, other.name, values)
+    ]
+
+
+def _crossover_entries(found: list[Crossover], values: Mapping) -> list[dict]:
+    """Crossovers as JSON entries, each valued with the other parameters at ``values``."""
+    return [
+        {
+            "networks": list(c.networks),
+            "parameter": c.parameter.name,
+            "expr": as_text(c.expr),
+            "value": _number(c.expr, {s: v for s, v in values.items() if s != c.parameter}),
+            "faster_below": c.faster_below,
+            "faster_above": c.faster_above,
+        }
+        for c in found
+    ]
+
+
 def derive_report(
     task: Task, network: str, overrides: Mapping[str, float] | None = None, models: TaskPredictions | None = None
 ) -> dict:
@@ -145,23 +167,7 @@ def derive_report(
         )
         position += count
     loss = derivation.loss if derivation.loss is not None else derivation.loss_in_strengths
-    found = []
-    for other in task.networks:
-        if other.name == derivation.network.name:
-            continue
-        for parameter in task.parameters:
-            for c in crossovers(derivation, models.derivation(other.name), parameter, values):
-                others = {s: v for s, v in values.items() if s != parameter}
-                found.append(
-                    {
-                        "networks": list(c.networks),
-                        "parameter": parameter.name,
-                        "expr": as_text(c.expr),
-                        "value": _number(c.expr, others),
-                        "faster_below": c.faster_below,
-                        "faster_above": c.faster_above,
-                    }
-                )
+    found = _crossover_entries(network_crossovers(models, derivation.network.name, values), values)
     return {
         "network": derivation.network.name,
         "parameters": {s.name: v for s, v in values.items()},
@@ -263,21 +269,8 @@ def race_report(
     winner = ranked[0]["name"] if ranked[0]["final_loss"] is not None else None
     if len(ranked) > 1 and ranked[0]["t_90"] is None and order(ranked[0]) == order(ranked[1]):
         winner = None  # none reaches 10% within the horizon and the best losses there are equal (e.g. both still 1.0)
-    found = []
-    for first, second in combinations(derivations.values(), 2):
-        for parameter in task.parameters:
-            for c in crossovers(first, second, parameter, values):
-                others = {s: v for s, v in values.items() if s != parameter}
-                found.append(
-                    {
-                        "networks": list(c.networks),
-                        "parameter": parameter.name,
-                        "expr": as_text(c.expr),
-                        "value": _number(c.expr, others),
-                        "faster_below": c.faster_below,
-                        "faster_above": c.faster_above,
-                    }
-                )
+    pairs = combinations(derivations, 2)
+    found = _crossover_entries([c for a, b in pairs for c in models.crossovers(a, b, values)], values)
     return {
         "parameters": {s.name: v for s, v in values.items()},
         "horizon": horizon,

@@ -17,6 +17,7 @@ from derive.errors import SpecError
 from derive.spec import Network, Task
 from numeric.initial_conditions import log_expected_initial_strength
 from numeric.prediction import Prediction
+from numeric.reduced_flow import loss_of_maps
 
 #: a pathway "grows" when its final strength is at least this fraction of the strongest pathway's
 GROWTH_FRACTION = 0.05
@@ -45,8 +46,10 @@ def union_report(task: Task, overrides: Mapping[str, float] | None = None, epoch
     network = union_network(task)
     prediction = Prediction(NetworkDerivation(task, network))
     ts = np.array([0.0, float(training.epochs)])
-    curves = prediction.strength_curves(ts, training.init_scale, training.tau, vector)
-    final = {name: float(np.max(np.asarray(c)[-1])) if np.asarray(c).size else 0.0 for name, c in curves.items()}
+    maps = prediction.maps(ts, training.init_scale, training.tau, vector)  # one solve: strengths and loss
+    final = {
+        name: float(np.linalg.norm(np.asarray(m)[-1], 2)) if np.asarray(m).size else 0.0 for name, m in maps.items()
+    }
     strongest = max(final.values()) if final else 0.0
     pathways = []
     for pathway in network.pathways:
@@ -63,7 +66,7 @@ def union_report(task: Task, overrides: Mapping[str, float] | None = None, epoch
                 "grows": bool(strongest > 0 and strength >= GROWTH_FRACTION * strongest),
             }
         )
-    losses = prediction.loss_curve(ts, training.init_scale, training.tau, vector)
+    losses = np.asarray(loss_of_maps(prediction.flow, maps, vector))
     return {
         "parameters": {s.name: v for s, v in values.items()},
         "epochs": training.epochs,

@@ -186,11 +186,14 @@ def _render_simulate(report):
 
 def _render_verify(report):
     print("parameters: " + ", ".join(f"{k} = {v:g}" for k, v in report["parameters"].items()))
+    print(f"predictions start from: {report['initial_conditions']}; then {report['time_model']}")
+    if report.get("alignment"):
+        print(f"  alignment phase ends at epochs {report['alignment']['time']}")
     for n in report["networks"]:
         print(
             f"  {n['name']:<16} max deviation {n['max_deviation']:.4f}   t_half predicted {_fmt(n['t_half_predicted'])}   ReLU {_fmt(n['t_half_relu'])}"
         )
-    print(f"the ReLU network follows: {report['follows']}")
+    print(f"the ReLU network follows: {report['follows']} (among the spec's networks)")
     census = report.get("census")
     if census:
         shares = ", ".join(f"{k} {v:.2f}" for k, v in sorted(census["fractions"].items(), key=lambda kv: -kv[1]))
@@ -266,7 +269,40 @@ def cmd_simulate(args):
 def cmd_verify(args):
     from verify.reports import verify_report
 
-    _emit(verify_report(_load(args), _overrides(args), args.seeds, args.epochs), args.json, _render_verify)
+    report = verify_report(
+        _load(args),
+        _overrides(args),
+        args.seeds,
+        args.epochs,
+        initial_conditions=args.initial_conditions,
+        time_model=None if args.time is None else TIME_FLAGS[args.time],
+    )
+    _emit(report, args.json, _render_verify)
+
+
+def _render_align(report):
+    print(f"alignment phase: ends at epochs {report['time']} (output at {report['output_fraction']:g} of the targets)")
+    for p in report["patterns"]:
+        print(f"  on at datapoints {p['active']}: units per seed {p['units']}")
+    for name, counts in report["unmatched_units"].items():
+        print(f"  units matching no pathway of {name}: {counts}")
+
+
+def cmd_align(args):
+    from verify.reports import align_report
+
+    task = _load(args)
+    if args.write_spec:
+        check_writable(args.write_spec, "--write-spec")
+    report, network_toml = align_report(task, _overrides(args), args.seeds)
+    if args.write_spec:
+        text = Path(args.spec).read_text(encoding="utf-8")
+        _write(args.write_spec, text.rstrip("\n") + "\n\n" + network_toml)
+        report["written"] = args.write_spec
+    _emit(report, args.json, _render_align)
+
+
+TIME_FLAGS = {"descent": "gradient descent", "flow": "gradient flow"}
 
 
 def cmd_figures(args):
@@ -404,7 +440,24 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument(
             "--strict", action="store_true", help="treat warnings (e.g. a learning rate that diverges) as errors"
         )
+        if name == "verify":
+            p.add_argument(
+                "--initial-conditions",
+                choices=["alignment", "weights", "width"],
+                default="alignment",
+                help="where predictions start: the alignment phase (default), the initial weights, the widths",
+            )
+            p.add_argument(
+                "--time",
+                choices=sorted(TIME_FLAGS),
+                help="follow gradient descent at the training step (default with alignment) or gradient flow",
+            )
         p.set_defaults(run=run)
+
+    p = with_spec("align", "the alignment phase of the ReLU network: settled gate patterns (no training)")
+    p.add_argument("--seeds", type=int, help="number of seeds (0, 1, ...)")
+    p.add_argument("--write-spec", metavar="FILE", help="write the spec with the patterns' GDLN added as a network")
+    p.set_defaults(run=cmd_align)
 
     p = with_spec("realizable", "can one ReLU unit without bias be on exactly at these datapoints?")
     p.add_argument("--pattern", required=True, metavar="I,J,...")

@@ -1,7 +1,16 @@
 """Initial mode strengths for predictions, from a stated formula or from initial weights;
 never fitted to the curves they predict.
 
-For a ReLU network (THEORY section 2): a mode ``(u, v)`` of pathway ``p`` starts at
+Three models, named in ``verify``'s JSON as ``"initial_conditions"`` (:data:`MODELS`):
+
+- ``"alignment"`` (the default): each pathway starts, at the end of the alignment phase
+  (:mod:`numeric.alignment`), from the units whose settled gate pattern is exactly its gate,
+  with ``P = sum_i (b_i + c_i)^2`` and ``Q = sum_i (b_i - c_i)^2`` per mode, so ``a = (P - Q)/4``
+  (:func:`aligned_mode_seeds`); the clock starts at that epoch.
+- ``"weights"``: the initial weights themselves, as below.
+- ``"width"``: ``a0 = units * init_scale^2 / 2`` from the pathway's width.
+
+For ``"weights"`` (THEORY section 2): a mode ``(u, v)`` of pathway ``p`` starts at
 ``a0 = sum_i share_ip (b_i + c_i)^2 / 4`` with ``b_i = u . W2[outputs_p, i]`` and
 ``c_i = W1[i, inputs_p] . v``. Unit ``i`` takes part in pathway ``p`` when its initial
 gate ``[W1_i . x_n > 0]`` is on at every datapoint of ``p``; a unit that takes part in
@@ -13,11 +22,16 @@ from __future__ import annotations
 import math
 
 import jax.numpy as jnp
+import numpy as np
 
 from derive import formulas
 from derive.spec import Network
 
+from .alignment import Alignment
 from .race import CompiledNetwork
+
+ALIGNMENT, WEIGHTS, WIDTH = "alignment", "weights", "width"
+MODELS = (ALIGNMENT, WEIGHTS, WIDTH)
 
 
 def unit_shares(network: Network, initial_gates) -> jnp.ndarray:
@@ -81,3 +95,53 @@ def expected_log_initial_strengths(compiled: CompiledNetwork, init_scale: float)
 def pathway_log_initial_strengths(network: Network, init_scale: float) -> jnp.ndarray:
     """``log a0`` per pathway, for the exact reduced flow (see :func:`pathway_initial_strengths`)."""
     return jnp.array([log_expected_initial_strength(p.units, init_scale) for p in network.pathways])
+
+
+def pattern_matches(active: tuple[int, ...], gates) -> np.ndarray:
+    """``(units,)`` whether each unit's gate pattern ``gates`` ``(N, units)`` is exactly ``active``."""
+    gates = np.asarray(gates, dtype=bool)
+    wanted = np.zeros(gates.shape[0], dtype=bool)
+    wanted[list(active)] = True
+    return np.all(gates == wanted[:, None], axis=0)
+
+
+def aligned_mode_seeds(
+    network: Network, modes: list[tuple[int, np.ndarray, np.ndarray]], alignment: Alignment, seed: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(P, Q)`` per mode at the end of the alignment phase of ``seed``.
+
+    ``modes`` lists ``(pathway index, u, v)``. Only units whose settled pattern is exactly the
+    pathway's gate count: ``b_i = u . W2[outputs, i]``, ``c_i = W1[i, inputs] . v``,
+    ``P = sum (b_i + c_i)^2``, ``Q = sum (b_i - c_i)^2``. A balanced mode has ``a = (P - Q)/4``."""
+    gates, w1, w2 = alignment.gates[seed], alignment.w1[seed], alignment.w2[seed]
+    matched = [pattern_matches(p.active, gates) for p in network.pathways]
+    ps, qs = [], []
+    for index, u, v in modes:
+        pathway = network.pathways[index]
+        b = np.asarray(u) @ w2[np.array(pathway.outputs)][:, matched[index]]
+        c = w1[matched[index]][:, np.array(pathway.inputs)] @ np.asarray(v)
+        ps.append(float(np.sum((b + c) ** 2)))
+        qs.append(float(np.sum((b - c) ** 2)))
+    return np.array(ps), np.array(qs)
+
+
+def aligned_maps(network: Network, alignment: Alignment, seed: int) -> list[np.ndarray]:
+    """Per pathway, the map ``sum_i W2[outputs, i] W1[i, inputs]`` of the units whose settled
+    pattern (seed ``seed``) is exactly its gate: where its weight chain starts."""
+    gates, w1, w2 = alignment.gates[seed], alignment.w1[seed], alignment.w2[seed]
+    maps = []
+    for pathway in network.pathways:
+        matched = pattern_matches(pathway.active, gates)
+        maps.append(w2[np.array(pathway.outputs)][:, matched] @ w1[matched][:, np.array(pathway.inputs)])
+    return maps
+
+
+def unmatched_units(network: Network, alignment: Alignment) -> list[int]:
+    """Per seed, the units that are on somewhere but whose settled pattern is no pathway's gate."""
+    counts = []
+    for gates in alignment.gates:
+        matched = np.zeros(gates.shape[1], dtype=bool)
+        for pathway in network.pathways:
+            matched |= pattern_matches(pathway.active, gates)
+        counts.append(int(np.sum(~matched & np.any(gates, axis=0))))
+    return counts

@@ -10,7 +10,11 @@
   for interacting pathways without a closed form, where no shared basis need exist.
 
 Initial conditions come from :mod:`numeric.initial_conditions`: the pathway width and the init
-scale, or a ReLU network's initial weights; never fitted. The staged approximation (the first
+scale, a ReLU network's initial weights, or the end of its alignment phase
+(:mod:`numeric.alignment`); never fitted. After the alignment phase the prediction follows
+either gradient descent at the training step (:data:`GRADIENT_DESCENT`: the exact one-step
+recursion of each balanced mode, or of each pathway's weight chain) or gradient flow
+(:data:`GRADIENT_FLOW`). The staged approximation (the first
 pathway alone, then the rest on its converged residual) has one definition,
 :func:`staged_loss_curve`.
 """
@@ -24,6 +28,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import sympy
+from jax.flatten_util import ravel_pytree
 from jaxtyping import Array, Float
 
 from derive.crossover import Crossover, crossovers
@@ -31,12 +36,25 @@ from derive.derivation import NetworkDerivation
 from derive.spec import Task
 from derive.staged import StagedDerivation
 
+from .alignment import Alignment
 from .data import NumericDataset
-from .initial_conditions import expected_log_initial_strengths, pathway_log_initial_strengths, relu_initial_strengths
+from .gated_chains import GatedChains
+from .initial_conditions import (
+    aligned_maps,
+    aligned_mode_seeds,
+    expected_log_initial_strengths,
+    pathway_log_initial_strengths,
+    relu_initial_strengths,
+)
+from .integrate import integrate_ode
 from .race import CompiledNetwork, RaceResult
 from .reduced_flow import ReducedFlow, loss_of_maps
 
 CLOSED_FORM, RACE_ODE, REDUCED_FLOW = "closed form", "race ODE", "reduced flow"
+GRADIENT_DESCENT, GRADIENT_FLOW = "gradient descent", "gradient flow"
+TIME_MODELS = (GRADIENT_DESCENT, GRADIENT_FLOW)
+#: discrete runs are compiled for lengths rounded up to a multiple of this (one compile serves all seeds)
+_STEP_BUCKET = 2048
 
 
 class Prediction:
@@ -48,8 +66,12 @@ class Prediction:
     whose ``a0`` underflows still give the right curves.
     """
 
-    def __init__(self, derivation: NetworkDerivation):
+    def __init__(self, derivation: NetworkDerivation, *, kind: str | None = None):
         self.derivation = derivation
+        if kind is not None:  # chosen by the caller: the aligned GDLN is always the reduced flow
+            if kind not in (CLOSED_FORM, RACE_ODE, REDUCED_FLOW):
+                raise ValueError(f"unknown dynamics {kind!r}")
+            self.__dict__["kind"] = kind
 
     @cached_property
     def kind(self) -> str:
@@ -119,6 +141,131 @@ class Prediction:
         ]
         return np.mean(np.stack([np.asarray(c) for c in per_seed]), axis=0)
 
+    # --- after the alignment phase ---------------------------------------------------------
+    @property
+    def uses_mode_recursion(self) -> bool:
+        """Whether modes evolve on their own basis at depth 2, so that each one's exact
+        one-step recursion applies; otherwise each pathway's weight chain is followed."""
+        return not self.uses_flow and all(p.depth == 2 for p in self.derivation.network.pathways)
+
+    def aligned_loss_curve(
+        self, ts, alignment: Alignment, learning_rate: float, values: Sequence[float], *, time: str = GRADIENT_DESCENT
+    ) -> np.ndarray:
+        """The prediction for ReLU runs from the end of their alignment phase, averaged over seeds.
+
+        Before a seed's phase ends (epoch ``T``) its curve is the phase's own loss. From ``T`` on,
+        every pathway starts from the units whose settled gates are its gate
+        (:func:`numeric.initial_conditions.aligned_mode_seeds`) and the clock runs from ``T``.
+        ``time`` is :data:`GRADIENT_DESCENT` (``ts`` must then be whole epochs) or
+        :data:`GRADIENT_FLOW`. Nothing here sees a trained loss."""
+        if time not in TIME_MODELS:
+            raise ValueError(f"time must be one of {TIME_MODELS}, not {time!r}")
+        ts = np.asarray(ts, dtype=np.float64)
+        tau = 1.0 / learning_rate
+        curves = []
+        for seed, start in enumerate(int(e) for e in alignment.epochs):
+            offsets = np.maximum(ts - start, 0.0)
+            if self.uses_mode_recursion:
+                p0, q0 = self._mode_seeds(alignment, seed, values)
+                if time == GRADIENT_DESCENT:
+                    later = self._mode_descent(p0, q0, offsets, learning_rate, values)
+                else:
+                    later = np.asarray(self.compiled.loss_curve_from_log(offsets, _log(p0 / 4), tau, values))
+            else:
+                later = self._chain_curve(alignment, seed, offsets, learning_rate, values, time)
+            early = alignment.losses[seed][np.clip(ts.astype(int), 0, start)]
+            curves.append(np.where(ts < start, early, later))
+        return np.mean(np.stack(curves), axis=0)
+
+    def _mode_seeds(self, alignment: Alignment, seed: int, values) -> tuple[np.ndarray, np.ndarray]:
+        modes = [
+            (ref.pathway, np.asarray(u), np.asarray(v))
+            for ref, (_, _, u, v) in zip(self.derivation.mode_refs, self.compiled.modes(values))
+        ]
+        return aligned_mode_seeds(self.derivation.network, modes, alignment, seed)
+
+    @cached_property
+    def _mode_steps(self):
+        """Jitted run of the exact one-step recursion of balanced depth-2 modes under gradient
+        descent: with ``a = b . c``, ``b' = b + eta g c`` and ``c' = c + eta g b`` for
+        ``g = -dL/da``, so ``P = |b + c|^2`` and ``Q = |b - c|^2`` obey ``P' = P (1 + eta g)^2``,
+        ``Q' = Q (1 - eta g)^2`` and ``a = (P - Q)/4``. Returns the loss before each step."""
+        compiled = self.compiled
+
+        def run(p0, q0, learning_rate, values, steps):
+            loss = lambda a: compiled.loss_of_strengths(a, values)  # noqa: E731
+            grad = jax.grad(loss)
+
+            def step(state, _):
+                p, q = state
+                a = (p - q) / 4
+                g = -grad(a)
+                return (p * (1 + learning_rate * g) ** 2, q * (1 - learning_rate * g) ** 2), loss(a)
+
+            return jax.lax.scan(step, (p0, q0), None, length=steps)[1]
+
+        return jax.jit(run, static_argnames=("steps",))
+
+    def _mode_descent(self, p0, q0, offsets, learning_rate, values) -> np.ndarray:
+        steps = _bucket(int(np.max(offsets)) + 1)
+        losses = self._mode_steps(
+            jnp.asarray(p0), jnp.asarray(q0), float(learning_rate), jnp.asarray(values, dtype=jnp.float64), steps
+        )
+        return np.asarray(losses)[offsets.astype(int)]
+
+    @cached_property
+    def _dataset(self) -> NumericDataset:
+        return NumericDataset(self.derivation.task)
+
+    def _chain_curve(self, alignment: Alignment, seed: int, offsets, learning_rate, values, time) -> np.ndarray:
+        """Each pathway's weight chain started, balanced, from the map of the units whose settled
+        gates are its gate (``W_p = sum_i W2[:, i] W1[i, :]``), then gradient descent (one step a
+        step) or the flow. Depth-2 networks run vectorized over pathways
+        (:class:`numeric.gated_chains.GatedChains`); deeper ones on the reduced flow, each mode
+        started balanced at ``a0 = P/4``."""
+        network = self.derivation.network
+        if all(p.depth == 2 for p in network.pathways):
+            chains = GatedChains(network, *self._dataset(values))
+            w1, w2 = chains.start(aligned_maps(network, alignment, seed))
+            if time == GRADIENT_DESCENT:
+                losses = chains.descent_losses(w1, w2, learning_rate, _bucket(int(np.max(offsets)) + 1))
+                return np.asarray(losses)[offsets.astype(int)]
+            return chains.flow_losses(w1, w2, learning_rate, offsets)
+        flow = self.flow
+        basis = flow._basis(values)
+        modes = [(p, basis[p][1][:, k], basis[p][3][k]) for p in range(len(basis)) for k in range(len(basis[p][0]))]
+        p0, _ = aligned_mode_seeds(network, modes, alignment, seed)
+        logs, position = [], 0
+        for p in range(len(basis)):
+            width = len(basis[p][0])
+            logs.append(_log(p0[position : position + width] / 4))
+            position += width
+        y0 = jnp.asarray(ravel_pytree(flow._chains_at(logs, values))[0])
+        sigma_yx, sigma_x, power = flow.correlations(values)
+        args = (jnp.float64(1.0 / learning_rate), sigma_yx, sigma_x)
+        if time == GRADIENT_DESCENT:
+            losses = self._chain_steps(y0, args, power, _bucket(int(np.max(offsets)) + 1))
+            return np.asarray(losses)[offsets.astype(int)]
+        grid = np.unique(np.concatenate([[0.0], offsets]))  # the chain starts at offset 0
+        states = integrate_ode(flow.ode, y0, jnp.asarray(grid), args, rtol=1e-9, atol=1e-14)
+        sampled = np.asarray(flow._loss_of_states(states, sigma_yx, sigma_x, power))
+        return sampled[np.searchsorted(grid, offsets)]
+
+    @cached_property
+    def _chain_steps(self):
+        flow = self.flow
+
+        def run(y0, args, power, steps):
+            _, sigma_yx, sigma_x = args
+
+            def step(y, _):
+                loss = flow.loss(flow.maps(flow._unravel(y)), sigma_yx, sigma_x, power)
+                return y + flow.ode(0.0, y, args), loss
+
+            return jax.lax.scan(step, y0, None, length=steps)[1]
+
+        return jax.jit(run, static_argnames=("steps",))
+
     def maps(self, ts, init_scale: float, tau: float, values: Sequence[float]) -> dict[str, Float[Array, "T out in"]]:
         """Per pathway name, its map ``W_p(t)`` at epochs ``ts``."""
         if self.uses_flow:
@@ -140,6 +287,15 @@ class Prediction:
         """Per pathway name, the singular values of ``W_p(t)`` (largest first): the mode
         strengths, shape ``(T, k)``."""
         return {name: jnp.linalg.svd(m, compute_uv=False) for name, m in self.maps(ts, init_scale, tau, values).items()}
+
+
+def _log(values: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore"):
+        return np.log(np.asarray(values, dtype=np.float64))
+
+
+def _bucket(steps: int) -> int:
+    return -(-steps // _STEP_BUCKET) * _STEP_BUCKET
 
 
 def staged_maps(

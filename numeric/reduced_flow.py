@@ -63,13 +63,6 @@ class ReducedFlow:
             for p in range(count)
         ]
         self.widths = [min(len(p.outputs), len(p.inputs)) for p in self.pathways]
-        # the derived modes (s, u, v) of every pathway, through the one hand-off: never an SVD here
-        mode_exprs = [
-            e for pathway_derivation in derivation.pathways for m in pathway_derivation.modes for e in (m.s, *m.u, *m.v)
-        ]
-        self._mode_values = compile_expressions(
-            mode_exprs, list(derivation.parameters), f"modes_{derivation.network.name}"
-        )
         _, self._unravel = ravel_pytree(
             self._chains_from(
                 lambda p: (
@@ -81,6 +74,17 @@ class ReducedFlow:
             )
         )
         self.ode = self._make_ode()
+
+    @cached_property
+    def _mode_values(self):
+        """The derived modes ``(s, u, v)`` of every pathway, through the one hand-off: never an SVD
+        of the data here. Compiled on first use, so a flow that never asks for its basis never
+        derives modes."""
+        derivation = self.derivation
+        mode_exprs = [
+            e for pathway_derivation in derivation.pathways for m in pathway_derivation.modes for e in (m.s, *m.u, *m.v)
+        ]
+        return compile_expressions(mode_exprs, list(derivation.parameters), f"modes_{derivation.network.name}")
 
     def correlations(self, values):
         """``(Sigma_yx[p], Sigma_x[j][p], tr<yy^T>)`` at ``values`` (THEORY Eq. 4), from the data.

@@ -58,19 +58,31 @@ def init_relu(key, hidden_units: int, num_inputs: int, num_outputs: int, init_sc
     )
 
 
-@partial(jax.jit, static_argnames=("hidden_units", "epochs"))
-def _train_relu(keys, inputs, targets, hidden_units, init_scale, learning_rate, epochs):
-    def one(key):
-        params = init_relu(key, hidden_units, inputs.shape[1], targets.shape[1], init_scale)
-        loss_fn = lambda p: _mean_squared_loss(relu_forward(p, inputs), targets)  # noqa: E731
-        final, losses = _descend(loss_fn, params, learning_rate, epochs)
-        return losses, params, final
+@partial(jax.jit, static_argnames=("hidden_units", "num_inputs", "num_outputs"))
+def _initial_relu(keys, hidden_units, num_inputs, num_outputs, init_scale):
+    return jax.vmap(lambda key: init_relu(key, hidden_units, num_inputs, num_outputs, init_scale))(keys)
 
-    return jax.vmap(one)(keys)
+
+@partial(jax.jit, static_argnames=("epochs",))
+def _descend_relu(w1s, w2s, inputs, targets, learning_rate, epochs):
+    def one(w1, w2):
+        loss_fn = lambda p: _mean_squared_loss(relu_forward(p, inputs), targets)  # noqa: E731
+        final, losses = _descend(loss_fn, (w1, w2), learning_rate, epochs)
+        return losses, final
+
+    return jax.vmap(one)(w1s, w2s)
 
 
 def seed_keys(seeds: Sequence[int]):
     return jnp.stack([jax.random.PRNGKey(int(seed)) for seed in seeds])
+
+
+def initial_relu_weights(
+    hidden_units: int, num_inputs: int, num_outputs: int, init_scale: float, seeds: Sequence[int]
+) -> tuple[jax.Array, jax.Array]:
+    """``(W1s, W2s)`` stacked over seeds: exactly the initial weights :func:`train_relu` starts
+    from with the same seeds, without training (predictions need nothing else)."""
+    return _initial_relu(seed_keys(seeds), hidden_units, num_inputs, num_outputs, float(init_scale))
 
 
 def train_relu(
@@ -82,16 +94,12 @@ def train_relu(
     epochs: int,
     seeds: Sequence[int],
 ) -> TrainingRun:
-    """Train ``yhat = W2 relu(W1 x)`` (no biases, linear output) once per seed."""
-    losses, initial, final = _train_relu(
-        seed_keys(seeds),
-        jnp.asarray(inputs, jnp.float64),
-        jnp.asarray(targets, jnp.float64),
-        hidden_units,
-        init_scale,
-        learning_rate,
-        epochs,
-    )
+    """Train ``yhat = W2 relu(W1 x)`` (no biases, linear output) once per seed, from
+    :func:`initial_relu_weights`."""
+    inputs = jnp.asarray(inputs, jnp.float64)
+    targets = jnp.asarray(targets, jnp.float64)
+    initial = initial_relu_weights(hidden_units, inputs.shape[1], targets.shape[1], init_scale, seeds)
+    losses, final = _descend_relu(*initial, inputs, targets, float(learning_rate), epochs)
     return TrainingRun(losses, initial, final)
 
 

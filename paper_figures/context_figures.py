@@ -1,13 +1,14 @@
 """Figures 3, 4 and 5 of "Make Haste Slowly": the context task.
 
 Figure 3: the Section 4 dataset and the gates of the winning ReLN's pathways.
-Figure 4: (a) loss of the ReLU network, the ReLN trained with explicit gates, and the theory
-(exact reduced flow); (b) singular values of each pathway's map along the flow; (c) MDS of
+Figure 4: (a) loss of the ReLU network, the ReLN trained with explicit gates, the theory
+(exact reduced flow from the widths) and the aligned GDLN (the runs' own settled gate
+patterns, from their alignment phase, followed by gradient descent); (b) singular values of each pathway's map along the flow; (c) MDS of
 the ReLU and ReLN hidden representations.
 Figure 5: K = 3, 4, 5 with a hierarchy in every block: the staged closed-form singular values
 (common pathway, then one shared trajectory per class of the symmetric context pathways),
-and losses of theory and ReLU runs. Every curve starts from the pathway widths and the
-init scale; nothing is fitted.
+and losses of theory and ReLU runs. Every theory curve starts from the pathway widths and
+the init scale, or from the ReLU runs' initial weights; nothing is fitted.
 """
 
 from __future__ import annotations
@@ -24,7 +25,16 @@ from derive.spec import Task, task_from_dict
 from derive.tasks import context_task
 from numeric.prediction import TaskPredictions, loss_of_staged_maps, staged_maps
 from verify.files import save_figure
-from verify.reports import epoch_grid, race_report, theory_stride, train_network
+from verify.reports import (
+    aligned_candidate,
+    candidate_predictions,
+    epoch_grid,
+    predicted_relu_curves,
+    race_report,
+    relu_alignment,
+    theory_stride,
+    train_network,
+)
 from verify.representations import classical_mds, hidden_layers
 
 
@@ -76,13 +86,27 @@ def figure4(out: Path, quick: bool = False) -> Path:
     ts = np.asarray(epoch_grid(training.epochs, stride))
     prediction = models.prediction(winner)  # the reduced flow here: its pathways interact
     theory = prediction.loss_curve(ts, training.init_scale, training.tau, [])
+    # the GDLN of the ReLU runs' own settled gate patterns, from their alignment phase (no fit)
+    alignment = relu_alignment(models, relu.initial, values, training)
+    aligned = aligned_candidate(models, alignment)
+    predictors = candidate_predictions(models, (aligned,))
+    aligned_curves = predicted_relu_curves(
+        models, {aligned.name: predictors[aligned.name]}, relu.initial, values, training, ts, alignment=alignment
+    )
     strengths = prediction.strength_curves(ts, training.init_scale, training.tau, [])
 
     fig = Figure(figsize=(15, 4.5))
     ax_a, ax_b, ax_c = fig.subplots(1, 3)
     ax_a.plot(ts, np.asarray(relu.losses).mean(axis=0)[::stride], color="tab:red", label="ReLU network")
     ax_a.plot(ts, np.asarray(reln.losses).mean(axis=0)[::stride], color="tab:blue", label=f"ReLN {winner} (trained)")
-    ax_a.plot(ts, theory, color="black", linestyle="--", label=f"theory ({prediction.kind})")
+    ax_a.plot(ts, theory, color="black", linestyle="--", label=f"theory ({prediction.kind}, from widths)")
+    ax_a.plot(
+        ts,
+        aligned_curves[aligned.name],
+        color="tab:green",
+        linestyle=":",
+        label=f"aligned GDLN ({len(aligned.pathways)} settled patterns; alignment phase, descent)",
+    )
     ax_a.set_xlabel("epoch")
     ax_a.set_ylabel("loss")
     ax_a.set_title("(a) loss")

@@ -2,8 +2,10 @@
 
 (d) time to learn (epochs to half the initial loss) against Delta: trained ReLU runs and
 the predictions of both ReLNs, with the derived crossover Delta*; (e) loss curves for
-several Delta. Predictions take their initial conditions from each ReLU run's initial
-weights; nothing is fitted.
+several Delta. Solid: the prediction from each ReLU run's alignment phase, followed by
+gradient descent at the training step (the default); dotted in (d), faint in (e): the earlier one, each mode
+started from the initial weights and followed by gradient flow. Both come from the runs'
+initial weights alone; nothing is fitted.
 """
 
 from __future__ import annotations
@@ -19,10 +21,11 @@ from tqdm import tqdm
 
 from derive.spec import task_from_dict
 from derive.tasks import xor_task
-from numeric.prediction import TaskPredictions
+from numeric.initial_conditions import WEIGHTS
+from numeric.prediction import GRADIENT_FLOW, TaskPredictions
 from numeric.race import crossing_time
 from verify.files import save_figure
-from verify.reports import epoch_grid, predicted_relu_curves, train_network
+from verify.reports import candidate_predictions, epoch_grid, predicted_relu_curves, relu_alignment, train_network
 
 COLOURS = {"relu": "tab:red", "linear": "tab:blue", "xor": "tab:orange"}
 
@@ -43,17 +46,24 @@ def figure2(out: Path, quick: bool = False) -> Path:
 
     relu_times: list[list[float]] = []
     predicted_times: dict[str, list[float]] = {"linear": [], "xor": []}
+    present_times: dict[str, list[float]] = {"linear": [], "xor": []}
     curves: dict = {}
+    predictors = candidate_predictions(models)
     for delta in tqdm(sorted(set(deltas) | set(curve_deltas)), desc="figure 2", disable=None):
         run, values, training = train_network(task, "relu", {"Delta": float(delta)}, seeds=seeds, models=models)
         losses = np.asarray(run.losses)
-        predictions = predicted_relu_curves(models, run, values, training, ts)
+        alignment = relu_alignment(models, run.initial, values, training)
+        predictions = predicted_relu_curves(models, predictors, run.initial, values, training, ts, alignment=alignment)
+        present = predicted_relu_curves(
+            models, predictors, run.initial, values, training, ts, initial_conditions=WEIGHTS, time_model=GRADIENT_FLOW
+        )
         if delta in deltas:
             relu_times.append([crossing_time(ts, row, 0.5) for row in losses])
             for name in predicted_times:
                 predicted_times[name].append(crossing_time(ts, predictions[name], 0.5))
+                present_times[name].append(crossing_time(ts, present[name], 0.5))
         if delta in curve_deltas:
-            curves[delta] = (losses.mean(axis=0), predictions)
+            curves[delta] = (losses.mean(axis=0), predictions, present)
 
     fig = Figure(figsize=(11, 4.2))
     ax_d, ax_e = fig.subplots(1, 2)
@@ -66,7 +76,14 @@ def figure2(out: Path, quick: bool = False) -> Path:
             label="ReLU runs" if k == 0 else None,
         )
     for name, times in predicted_times.items():
-        ax_d.plot(deltas, times, color=COLOURS[name], label=f"{name} ReLN (theory)")
+        ax_d.plot(deltas, times, color=COLOURS[name], label=f"{name} ReLN (alignment phase, descent)")
+        ax_d.plot(
+            deltas,
+            present_times[name],
+            color=COLOURS[name],
+            linestyle=":",
+            label=f"{name} ReLN (initial weights, flow)",
+        )
     ax_d.axvline(delta_star, color="grey", linestyle="--", label=f"$\\Delta^* = {delta_star:.3f}$ (derived)")
     ax_d.set_xlabel("$\\Delta$")
     ax_d.set_ylabel("epochs to half the initial loss")
@@ -74,12 +91,13 @@ def figure2(out: Path, quick: bool = False) -> Path:
     ax_d.legend(fontsize=8)
 
     styles = ["-", "--", ":"]
-    for style, (delta, (relu, predictions)) in zip(styles, sorted(curves.items())):
+    for style, (delta, (relu, predictions, present)) in zip(styles, sorted(curves.items())):
         ax_e.plot(ts, relu, color=COLOURS["relu"], linestyle=style, label=f"ReLU, $\\Delta={delta:g}$")
         for name, curve in predictions.items():
             ax_e.plot(
                 ts, curve, color=COLOURS[name], linestyle=style, alpha=0.8, label=f"{name} ReLN, $\\Delta={delta:g}$"
             )
+            ax_e.plot(ts, present[name], color=COLOURS[name], linestyle=style, alpha=0.3, linewidth=0.8)
     ax_e.set_xlabel("epoch")
     ax_e.set_ylabel("loss")
     ax_e.set_title("(e) loss curves")

@@ -233,3 +233,25 @@ def test_latex_fragment_compiles_with_pdflatex(capsys, tmp_path):
     )
     assert result.returncode == 0, result.stdout[-2000:]
     assert (tmp_path / "main.pdf").stat().st_size > 1000
+
+
+def test_align_reports_patterns_and_writes_a_spec_that_race_accepts(capsys, tmp_path):
+    written = tmp_path / "aligned.toml"
+    report = run_json(capsys, "align", str(XOR_SPEC), "--set", "Delta=3", "--seeds", "2", "--write-spec", str(written))
+    assert report["network"] == "aligned" and len(report["time"]) == 2 and report["ended"] == [True, True]
+    assert report["unmatched_units"]["aligned"] == [0, 0]
+    # most units settle on one class each: the linear ReLN's gates (Delta = 3 is above Delta*)
+    top = {tuple(p["active"]) for p in report["patterns"][:2]}
+    assert top == {(0, 3), (1, 2)}
+    task = load_spec(written)
+    network = task.network("aligned")
+    assert {p.active for p in network.pathways} == {tuple(p["active"]) for p in report["patterns"]}
+    assert [p.units for p in network.pathways] == [max(p["units"]) for p in report["patterns"]]
+    race = run_json(capsys, "race", str(written), "--set", "Delta=3")
+    assert "aligned" in race["ranking"]
+
+
+def test_verify_refuses_descent_without_the_alignment_phase(capsys):
+    code = main(["verify", str(XOR_SPEC), "--initial-conditions", "width", "--time", "descent", "--epochs", "10"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1 and "--time" in err and "xor.toml" in err

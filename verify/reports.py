@@ -18,11 +18,21 @@ from tqdm import tqdm
 
 from derive.algebraic import as_text
 from derive.crossover import Crossover
+from derive.derivation import NetworkDerivation
 from derive.errors import SpecError
-from derive.spec import Task
-from numeric.prediction import TaskPredictions
+from derive.spec import Network, Task
+from numeric.alignment import OUTPUT_FRACTION, Alignment, align, aligned_network
+from numeric.initial_conditions import ALIGNMENT, MODELS, WEIGHTS, unmatched_units
+from numeric.prediction import (
+    GRADIENT_DESCENT,
+    GRADIENT_FLOW,
+    REDUCED_FLOW,
+    TIME_MODELS,
+    Prediction,
+    TaskPredictions,
+)
 from numeric.race import crossing_time
-from numeric.training import gdln_layout, train_gdln, train_relu
+from numeric.training import gdln_layout, initial_relu_weights, train_gdln, train_relu
 
 from .checks import check_training_size, check_values
 from .files import write_atomic
@@ -363,18 +373,128 @@ def simulate_report(task: Task, model: str, overrides=None, seeds=None, epochs=N
     return report
 
 
-def predicted_relu_curves(models: TaskPredictions, run, values, training, ts) -> dict[str, np.ndarray]:
-    """Each candidate's predicted loss curve for the trained ReLU runs at epochs ``ts``
-    (:meth:`numeric.prediction.Prediction.relu_loss_curve`). Nothing is fitted to the ReLU losses."""
-    task = models.task
-    vector = _vector(task, values)
-    inputs, _ = models.dataset(vector)
+def relu_alignment(models: TaskPredictions, initial_weights, values: Mapping, training) -> Alignment:
+    """The alignment phase of ReLU runs from their initial weights ``(W1s, W2s)`` alone, at the
+    training step and cut at the training horizon."""
+    inputs, targets = models.dataset(_vector(models.task, values))
+    w1s, w2s = initial_weights
+    return align(inputs, targets, w1s, w2s, training.learning_rate, horizon=training.epochs)
+
+
+def aligned_candidate(models: TaskPredictions, alignment: Alignment) -> Network:
+    """The GDLN of the settled patterns, named ``aligned`` (or ``aligned-2``... if the spec has one)."""
+    taken = {n.name for n in models.task.networks}
+    name = next(f for f in ("aligned", *(f"aligned-{k}" for k in range(2, len(taken) + 3))) if f not in taken)
+    return aligned_network(alignment, models.task.num_inputs, models.task.num_outputs, name)
+
+
+def alignment_entry(alignment: Alignment, networks: list[Network]) -> dict:
+    """The alignment phase as JSON: its end per seed, the settled patterns with their units per
+    seed, and per candidate the units (per seed) that match none of its pathways."""
+    seeds = len(alignment.epochs)
+    per_seed = [alignment.patterns(k) for k in range(seeds)]
+    patterns = sorted({p for found in per_seed for p in found}, key=lambda p: (-sum(f[p] for f in per_seed), p))
     return {
-        network.name: models.prediction(network.name).relu_loss_curve(
-            ts, run.initial, inputs, training.init_scale, training.tau, vector
-        )
-        for network in task.networks
+        "time": [int(e) for e in alignment.epochs],
+        "ended": [bool(e) for e in alignment.ended],
+        "output_fraction": OUTPUT_FRACTION,
+        "patterns": [{"active": list(p), "units": [int(f[p]) for f in per_seed]} for p in patterns],
+        "unmatched_units": {n.name: unmatched_units(n, alignment) for n in networks},
     }
+
+
+def candidate_predictions(models: TaskPredictions, extra: tuple[Network, ...] = ()) -> dict[str, Prediction]:
+    """The prediction of every candidate of the task, and of ``extra`` networks (the aligned GDLN)."""
+    found = {network.name: models.prediction(network.name) for network in models.task.networks}
+    # the aligned GDLN is predicted by the exact reduced flow from its units' maps: no modes derived
+    found.update(
+        {network.name: Prediction(NetworkDerivation(models.task, network), kind=REDUCED_FLOW) for network in extra}
+    )
+    return found
+
+
+def predicted_relu_curves(
+    models: TaskPredictions,
+    predictions: Mapping[str, Prediction],
+    initial_weights,
+    values,
+    training,
+    ts,
+    *,
+    initial_conditions: str = ALIGNMENT,
+    time_model: str = GRADIENT_DESCENT,
+    alignment: Alignment | None = None,
+) -> dict[str, np.ndarray]:
+    """Each of ``predictions``' loss curve for ReLU runs with ``initial_weights = (W1s, W2s)``
+    at epochs ``ts``, from the initial conditions named by ``initial_conditions``
+    (:data:`numeric.initial_conditions.MODELS`). Only the initial weights enter: nothing is
+    fitted to the ReLU losses."""
+    vector = _vector(models.task, values)
+    inputs, _ = models.dataset(vector)
+    curves = {}
+    for name, prediction in predictions.items():
+        if initial_conditions == ALIGNMENT:
+            assert alignment is not None
+            curves[name] = prediction.aligned_loss_curve(ts, alignment, training.learning_rate, vector, time=time_model)
+        elif initial_conditions == WEIGHTS:
+            curves[name] = prediction.relu_loss_curve(
+                ts, initial_weights, inputs, training.init_scale, training.tau, vector
+            )
+        else:
+            curves[name] = prediction.loss_curve(ts, training.init_scale, training.tau, vector)
+    return curves
+
+
+def network_toml(network: Network, comment: str) -> str:
+    """A ``[[network]]`` table for a spec file (pathways on every input and output)."""
+    lines = [f"# {comment}", "[[network]]", f'name = "{network.name}"']
+    for pathway in network.pathways:
+        lines += [
+            "[[network.pathway]]",
+            f'name = "{pathway.name}"',
+            f"active = [{', '.join(str(n) for n in pathway.active)}]",
+            f"units = {pathway.units}",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def align_report(task: Task, overrides=None, seeds: int | None = None) -> tuple[dict, str]:
+    """The alignment phase of the ReLU network from its initial weights (no training): the
+    settled patterns and, per candidate, the units that match none of its pathways; and the
+    patterns' GDLN as a ``[[network]]`` table."""
+    models = TaskPredictions(task)
+    check_values(task, overrides, derivations=False)
+    values = task.values(overrides)
+    training = _settings(task, seeds, None)
+    check_training_size(task, training, "relu")
+    initial = initial_relu_weights(
+        training.hidden_units, task.num_inputs, task.num_outputs, training.init_scale, range(training.seeds)
+    )
+    alignment = relu_alignment(models, initial, values, training)
+    network = aligned_candidate(models, alignment)
+    report = {"parameters": {s.name: v for s, v in values.items()}, "seeds": training.seeds}
+    report.update(alignment_entry(alignment, [*task.networks, network]))
+    report["network"] = network.name
+    where = ", ".join(f"{s.name} = {v:g}" for s, v in values.items()) or "no parameters"
+    comment = f"settled gate patterns of the alignment phase ({where}; {training.seeds} seed(s)), from gdln align"
+    return report, network_toml(network, comment)
+
+
+def check_prediction_models(task: Task, initial_conditions: str, time_model: str | None) -> str:
+    """The time model to use; one line naming the flag when the pair is not offered."""
+    if initial_conditions not in MODELS:
+        raise SpecError(task.source, "--initial-conditions", f"must be one of {', '.join(MODELS)}")
+    if time_model is None:
+        return GRADIENT_DESCENT if initial_conditions == ALIGNMENT else GRADIENT_FLOW
+    if time_model not in TIME_MODELS:
+        raise SpecError(task.source, "--time", f"must be one of {', '.join(TIME_MODELS)}")
+    if time_model == GRADIENT_DESCENT and initial_conditions != ALIGNMENT:
+        raise SpecError(
+            task.source,
+            "--time",
+            "gradient descent is followed from the alignment phase only (--initial-conditions alignment)",
+        )
+    return time_model
 
 
 def verify_report(
@@ -384,19 +504,52 @@ def verify_report(
     epochs=None,
     models: TaskPredictions | None = None,
     representations: bool = True,
+    initial_conditions: str = ALIGNMENT,
+    time_model: str | None = None,
 ) -> dict:
     """Train the ReLU network and say which candidate network it follows, and how closely;
     with ``data.contexts``, add the census of its hidden units and the MDS comparison with
-    the followed candidate trained as a GDLN with explicit gates."""
+    the followed candidate trained as a GDLN with explicit gates.
+
+    Every prediction is computed from the runs' initial weights before the losses are read
+    (``initial_conditions``: ``alignment``, ``weights`` or ``width``; ``time_model``: gradient
+    descent at the training step or gradient flow). With ``alignment`` the report adds the
+    phase (``"alignment"``) and the GDLN of its settled patterns as the candidate ``aligned``
+    (``"from_alignment": true``); ``follows`` is chosen among the spec's candidates."""
     models = models or TaskPredictions(task)
     if not task.networks:
         raise SpecError(task.source, "network", "verification needs at least one [[network]]")
+    time_model = check_prediction_models(task, initial_conditions, time_model)
     check_values(task, overrides, models)
-    run, values, training = train_network(task, "relu", overrides, seeds, epochs, models)
+    values = task.values(overrides)
+    training = _settings(task, seeds, epochs)
+    check_training_size(task, training, "relu")
+    initial = initial_relu_weights(
+        training.hidden_units, task.num_inputs, task.num_outputs, training.init_scale, range(training.seeds)
+    )
     stride = theory_stride(training.epochs)
     ts = epoch_grid(training.epochs, stride)
+    alignment: Alignment | None = None
+    extra: tuple[Network, ...] = ()
+    if initial_conditions == ALIGNMENT:
+        alignment = relu_alignment(models, initial, values, training)
+        extra = (aligned_candidate(models, alignment),)
+    # the predictions are made from the initial weights alone, before the network is trained
+    predictors = candidate_predictions(models, extra)
+    predictions = predicted_relu_curves(
+        models,
+        predictors,
+        initial,
+        values,
+        training,
+        ts,
+        initial_conditions=initial_conditions,
+        time_model=time_model,
+        alignment=alignment,
+    )
+    run, _, _ = train_network(task, "relu", overrides, seeds, epochs, models)
     relu = np.mean(np.asarray(run.losses), axis=0)[::stride]
-    predictions = predicted_relu_curves(models, run, values, training, ts)
+    from_alignment = {n.name for n in extra}
     networks: list[dict[str, Any]] = [
         {
             "name": name,
@@ -404,7 +557,8 @@ def verify_report(
             "mean_deviation": float(np.mean(np.abs(curve - relu)) / relu[0]),
             "t_half_predicted": finite_crossing(ts, curve, 0.5),
             "t_half_relu": finite_crossing(ts, relu, 0.5),
-            "dynamics": models.prediction(name).kind,
+            "dynamics": predictors[name].kind,
+            "from_alignment": name in from_alignment,
         }
         for name, curve in predictions.items()
     ]
@@ -417,21 +571,35 @@ def verify_report(
         note for name, curve in predictions.items() if (note := divergence_note(f"prediction of {name}", ts, curve))
     ]
     # a candidate whose deviation is not finite can never be the one followed (min() would let a NaN win)
-    candidates = [n for n in networks if math.isfinite(n["max_deviation"]) and math.isfinite(n["mean_deviation"])]
-    follows = (
-        min(candidates, key=lambda n: (round(n["max_deviation"], 4), n["mean_deviation"]))["name"]
-        if candidates
-        else None
-    )
+    candidates = [
+        n
+        for n in networks
+        if math.isfinite(n["max_deviation"]) and math.isfinite(n["mean_deviation"]) and not n["from_alignment"]
+    ]
+    ranked = sorted(candidates, key=lambda n: (round(n["max_deviation"], 4), n["mean_deviation"]))
+    follows = ranked[0]["name"] if ranked else None
     if follows is None:
         notes.append("no candidate's deviation from the ReLU network is finite: none is followed")
+    elif len(ranked) > 1 and all(
+        abs(ranked[0][k] - ranked[1][k]) <= 1e-12 * max(1.0, abs(ranked[0][k]))
+        for k in ("max_deviation", "mean_deviation")
+    ):
+        # e.g. every alignment phase still running at the horizon: the predictions are the same curve
+        notes.append(
+            f"{ranked[0]['name']} and {ranked[1]['name']} are predicted the same curve within the horizon: none is followed"
+        )
+        follows = None
     report: dict[str, Any] = {
         "parameters": {s.name: v for s, v in values.items()},
         "seeds": training.seeds,
         "epochs": training.epochs,
+        "initial_conditions": initial_conditions,
+        "time_model": time_model,
         "follows": follows,
         "networks": networks,
     }
+    if alignment is not None:
+        report["alignment"] = alignment_entry(alignment, [*task.networks, *extra])
     if notes:
         report["notes"] = notes
     if task.contexts is not None:

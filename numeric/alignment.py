@@ -1,0 +1,184 @@
+"""The early alignment phase of a bias-free ReLU layer at small initialization.
+
+While the network's output is much smaller than its targets, the residual is the targets
+themselves, ``r_n = y_n``. Each hidden unit ``i`` (input weights ``w_i``, output weights
+``a_i``) then moves on its own under a fixed, known field: with its gate
+``S_i = {n : w_i . x_n > 0}`` and ``M_S = 1/N sum_{n in S} y_n x_n^T``,
+
+    a_i <- a_i + eta M_S w_i,        w_i <- w_i + eta M_S^T a_i,
+
+one step of gradient descent on ``L = 1/2 mean ||y - yhat||^2`` with ``yhat`` dropped from
+the residual (Maennel, Bousquet & Gelly 2018; Kumar & Haupt 2024). With the gate fixed this
+is linear, so a unit grows like ``(1 + eta s_S)^k`` along the top singular pair of ``M_S``
+and turns towards it; a gate changes when ``w_i . x_n`` crosses 0. Nothing here is fitted:
+the phase starts from the actual initial weights and uses the data alone.
+
+Stop rule (:data:`OUTPUT_FRACTION`): the phase ends at the first epoch at which the
+network's output reaches that fraction of the targets, ``||yhat||_F >= f ||y||_F``, or at
+the horizon if that comes first (``Alignment.ended`` says which). Until then the neglected
+term ``yhat`` is at most that fraction of the residual. The gates at
+that epoch are the units' settled patterns; the weights there seed the pathways
+(:mod:`numeric.initial_conditions`).
+
+The recursion is the one gradient descent takes at the training step ``eta``, so the phase
+carries the discreteness of training with it (``1 + eta s`` per step, not ``exp(eta s)``).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from derive.spec import Network, Pathway
+
+from .types import ArrayLike, Float
+
+#: the phase ends when the output norm reaches this fraction of the target norm
+OUTPUT_FRACTION = 0.01
+#: epochs run per compiled chunk while looking for the end of the phase
+_CHUNK = 512
+
+
+@dataclass(frozen=True)
+class Alignment:
+    """The end of the alignment phase, per seed.
+
+    Attributes:
+        epochs: ``(seeds,)`` the epoch at which the phase ends (an integer count of steps).
+        ended: ``(seeds,)`` whether the output reached its fraction of the targets by then
+            (``False``: the phase was cut at the horizon).
+        gates: ``(seeds, N, units)`` each unit's settled gate pattern ``w_i . x_n > 0``.
+        w1: ``(seeds, units, inputs)`` input weights at that epoch.
+        w2: ``(seeds, outputs, units)`` output weights at that epoch.
+        losses: ``(seeds, max(epochs) + 1)`` the loss ``1/2 mean ||y - yhat||^2`` at every epoch
+            of the phase; after a seed's own end its entries are ``nan``.
+    """
+
+    epochs: np.ndarray
+    ended: np.ndarray
+    gates: np.ndarray
+    w1: np.ndarray
+    w2: np.ndarray
+    losses: np.ndarray
+
+    def patterns(self, seed: int) -> Counter:
+        """Settled patterns of one seed: ``{active datapoints (tuple): units}``, silent units
+        (on at no datapoint) left out."""
+        found: Counter = Counter()
+        for column in self.gates[seed].T:
+            active = tuple(int(n) for n in np.flatnonzero(column))
+            if active:
+                found[active] += 1
+        return found
+
+
+def _output(w1, w2, inputs):
+    return jax.nn.relu(inputs @ w1.T) @ w2.T
+
+
+@partial(jax.jit, static_argnames=("steps",))
+def _advance(w1, w2, done, inputs, targets, learning_rate, threshold, first, horizon, steps):
+    """``steps`` epochs (``first``, ``first + 1``, ...) of the fixed-residual recursion for every
+    seed (leading axis); a seed stops moving once its output norm reaches ``threshold``, and
+    every seed at epoch ``horizon``. Returns the new state and the loss and the done flag before
+    each epoch."""
+    count = inputs.shape[0]
+    field = targets / count  # r_n / N with r = y: the fixed residual
+
+    def one_seed(w1, w2, done):
+        def step(state, epoch):
+            w1, w2, done = state
+            output = _output(w1, w2, inputs)
+            loss = 0.5 * jnp.mean(jnp.sum((targets - output) ** 2, axis=1))
+            done = done | (jnp.sqrt(jnp.sum(output**2)) >= threshold)
+            frozen = done | (epoch >= horizon)
+            pre = inputs @ w1.T
+            hidden = jax.nn.relu(pre)
+            gate = (pre > 0).astype(inputs.dtype)
+            new_w2 = w2 + learning_rate * field.T @ hidden
+            new_w1 = w1 + learning_rate * ((field @ w2) * gate).T @ inputs
+            keep = frozen.astype(inputs.dtype)
+            return (keep * w1 + (1 - keep) * new_w1, keep * w2 + (1 - keep) * new_w2, done), (loss, done)
+
+        epochs = first + jnp.arange(steps)
+        (w1, w2, done), (losses, flags) = jax.lax.scan(step, (w1, w2, done), epochs)
+        return w1, w2, done, losses, flags
+
+    return jax.vmap(one_seed)(w1, w2, done)
+
+
+def align(
+    inputs: Float[ArrayLike, "N inp"],
+    targets: Float[ArrayLike, "N out"],
+    w1s: Float[ArrayLike, "seeds units inp"],
+    w2s: Float[ArrayLike, "seeds out units"],
+    learning_rate: float,
+    *,
+    output_fraction: float = OUTPUT_FRACTION,
+    horizon: int = 10_000_000,
+) -> Alignment:
+    """Run the alignment phase from each seed's initial weights until its output reaches
+    ``output_fraction`` of the targets, or until ``horizon`` epochs (see the module docstring)."""
+    inputs = jnp.asarray(inputs, jnp.float64)
+    targets = jnp.asarray(targets, jnp.float64)
+    w1 = jnp.asarray(w1s, jnp.float64)
+    w2 = jnp.asarray(w2s, jnp.float64)
+    seeds = w1.shape[0]
+    threshold = float(output_fraction) * float(jnp.sqrt(jnp.sum(targets**2)))
+    done = jnp.zeros(seeds, dtype=bool)
+    losses, flags = [], []
+    run = 0
+    while True:
+        w1, w2, done, chunk_losses, chunk_flags = _advance(
+            w1, w2, done, inputs, targets, float(learning_rate), threshold, run, int(horizon), _CHUNK
+        )
+        losses.append(np.asarray(chunk_losses))
+        flags.append(np.asarray(chunk_flags))
+        run += _CHUNK
+        if bool(jnp.all(done)) or run > horizon:
+            break
+    flags_all = np.concatenate(flags, axis=1)[:, : horizon + 1]
+    losses_all = np.concatenate(losses, axis=1)[:, : horizon + 1]
+    # the first epoch whose flag is set is the end of the phase (the loss there is recorded too);
+    # a seed that never sets it ends at the horizon, where its weights are those after that many steps
+    ended = flags_all.any(axis=1)
+    epochs = np.where(ended, np.argmax(flags_all, axis=1), flags_all.shape[1] - 1)
+    width = int(epochs.max()) + 1
+    kept = np.where(np.arange(width)[None, :] <= epochs[:, None], losses_all[:, :width], np.nan)
+    w1n, w2n = np.asarray(w1), np.asarray(w2)
+    gates = np.asarray(inputs)[None] @ np.transpose(w1n, (0, 2, 1)) > 0
+    return Alignment(
+        epochs=epochs.astype(int), ended=np.asarray(ended, dtype=bool), gates=gates, w1=w1n, w2=w2n, losses=kept
+    )
+
+
+def aligned_network(alignment: Alignment, inputs: int, outputs: int, name: str = "aligned") -> Network:
+    """The GDLN whose pathways are the settled patterns themselves: one pathway per distinct
+    pattern over all seeds (most units first), on all inputs and outputs, one hidden layer, its
+    width the most units any seed puts on it. Each seed's own units seed it
+    (:func:`numeric.initial_conditions.aligned_mode_seeds`), so a pattern a seed lacks starts
+    at zero there."""
+    totals: Counter = Counter()
+    widths: Counter = Counter()
+    for seed in range(len(alignment.epochs)):
+        for active, units in alignment.patterns(seed).items():
+            totals[active] += units
+            widths[active] = max(widths[active], units)
+    ordered = sorted(totals, key=lambda active: (-totals[active], active))
+    pathways = tuple(
+        Pathway(
+            name="on_" + "_".join(str(n) for n in active),
+            active=active,
+            inputs=tuple(range(inputs)),
+            outputs=tuple(range(outputs)),
+            hidden_layers=1,
+            units=widths[active],
+        )
+        for active in ordered
+    )
+    return Network(name=name, pathways=pathways)

@@ -254,6 +254,20 @@ def cmd_union(args):
     _emit(union_report(_load(args), _overrides(args), args.epochs), args.json, render)
 
 
+def cmd_unique(args):
+    from verify.uniqueness import unique_report
+
+    def render(report):
+        print(f"{report['automorphisms']} automorphism(s) of the data; candidates: {report['candidates']}")
+        for k, orbit in enumerate(report["orbits"]):
+            print(f"  orbit {k + 1}: {', '.join(orbit['networks'])}  t_90 {_fmt(orbit['t_90'])}")
+        margin = report["margin"]
+        verdict = "unique" if report["unique"] else "not unique"
+        print(f"fastest orbit: {verdict} (margin {_fmt(margin)}, tolerance {report['tolerance']})")
+
+    _emit(unique_report(_load(args), _overrides(args)), args.json, render)
+
+
 def cmd_simulate(args):
     from verify.reports import simulate_report
 
@@ -426,6 +440,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = with_spec("union", "train every candidate pathway together (exact reduced flow): which ones grow")
     p.add_argument("--epochs", type=int, help="horizon (default: the spec's training.epochs)")
     p.set_defaults(run=cmd_union)
+
+    p = with_spec("unique", "orbits of the candidates under the data's symmetries, and whether the winner is unique")
+    p.set_defaults(run=cmd_unique)
 
     for name, help_text, run in (
         ("simulate", "train the ReLU network or a GDLN with explicit gates", cmd_simulate),

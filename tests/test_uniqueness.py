@@ -1,0 +1,152 @@
+"""Symmetries of the data, orbits of candidate networks, and uniqueness of the race winner.
+
+The automorphism search is checked against brute force over every permutation triple on tiny
+tasks; orbits against the race itself (members of an orbit learn identically, to 1e-9).
+"""
+
+from itertools import permutations
+
+import pytest
+import sympy
+
+from derive.automorphisms import Automorphism, automorphisms, canonical_form, network_orbits
+from derive.spec import Network, Pathway, task_from_dict
+from derive.tasks import context_task, xor_task
+from verify.reports import race_report
+from verify.uniqueness import unique_report
+
+ORBIT_RTOL = 1e-9
+
+
+def brute_force(task) -> set[Automorphism]:
+    x, y = task.inputs, task.targets
+    found = set()
+    for pi in permutations(range(task.num_datapoints)):
+        for sigma in permutations(range(task.num_inputs)):
+            if any(
+                sympy.sympify(x[pi[n], sigma[i]]) != sympy.sympify(x[n, i])
+                for n in range(task.num_datapoints)
+                for i in range(task.num_inputs)
+            ):
+                continue
+            for rho in permutations(range(task.num_outputs)):
+                if all(
+                    sympy.sympify(y[pi[n], rho[o]]) == sympy.sympify(y[n, o])
+                    for n in range(task.num_datapoints)
+                    for o in range(task.num_outputs)
+                ):
+                    found.add(Automorphism(pi, sigma, rho))
+    return found
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        xor_task(),
+        {"data": {"inputs": [[1, 0], [0, 1], [1, 1]], "targets": [[1, 2], [2, 1], [3, 3]]}},
+        {"data": {"inputs": [[1, 0, 0], [0, 1, 0], [0, 0, 1], [1, 1, 1]], "targets": [[1], [1], [1], [0]]}},
+        {"parameters": {"c": 2}, "data": {"inputs": [["c", 1], [1, "c"]], "targets": [[1], [1]]}},
+    ],
+)
+def test_automorphisms_are_exactly_the_brute_force_ones(spec):
+    task = task_from_dict(spec)
+    found = automorphisms(task)
+    assert found[0] == Automorphism(
+        tuple(range(task.num_datapoints)), tuple(range(task.num_inputs)), tuple(range(task.num_outputs))
+    )
+    assert len(set(found)) == len(found)
+    assert set(found) == brute_force(task)
+
+
+def test_xor_has_one_symmetry_besides_the_identity():
+    group = automorphisms(task_from_dict(xor_task()))
+    assert len(group) == 2
+    swap = group[1]
+    assert swap.datapoints == (0, 2, 1, 3) and swap.inputs == (1, 0, 2)
+
+
+def _network(name, gates, inputs=(0, 1, 2)):
+    return Network(
+        name,
+        tuple(Pathway(f"p{k}", tuple(g), tuple(inputs), (0,), hidden_layers=1, units=32) for k, g in enumerate(gates)),
+    )
+
+
+def test_networks_in_one_orbit_learn_identically():
+    """Under the XoR task's swap (datapoints 1 and 2, inputs 0 and 1), ``a`` maps onto ``b``; the
+    race gives them the same t_90, and ``c``, which no symmetry reaches, another."""
+    spec = xor_task()
+    spec["network"] = [
+        {"name": "a", "pathway": [{"name": "p0", "active": [1]}, {"name": "p1", "active": [0, 2, 3]}]},
+        {"name": "b", "pathway": [{"name": "p0", "active": [2]}, {"name": "p1", "active": [0, 1, 3]}]},
+        {"name": "c", "pathway": [{"name": "p0", "active": [0, 1]}, {"name": "p1", "active": [2, 3]}]},
+        {"name": "d", "pathway": [{"name": "p0", "active": [0]}, {"name": "p1", "active": [1, 2, 3]}]},
+    ]
+    task = task_from_dict(spec)
+    group = automorphisms(task)
+    assert network_orbits(task.networks, group) == [["a", "b"], ["c"], ["d"]]
+    race = {n["name"]: n for n in race_report(task, {"Delta": 1.3})["networks"]}
+    for key in ("t_half", "final_loss"):
+        assert race["a"][key] == pytest.approx(race["b"][key], rel=ORBIT_RTOL)
+    assert abs(race["a"]["t_half"] - race["c"]["t_half"]) > 1e-3 * race["a"]["t_half"]
+    # d learns as a does through a sign flip of the inputs (x -> diag(-1, -1, 1) x swaps datapoints
+    # 0 and 3, 1 and 2), which is not a permutation: orbits are of permutation symmetries only, so
+    # such ties show up as a margin of 0 between orbits, never as a false "unique"
+    assert race["a"]["t_half"] == pytest.approx(race["d"]["t_half"], rel=ORBIT_RTOL)
+    # a pathway's inputs move with the symmetry too
+    assert canonical_form(_network("d", [[1]], inputs=(0,)), group) == canonical_form(
+        _network("e", [[2]], inputs=(1,)), group
+    )
+
+
+def test_context_task_symmetries_are_a_group_of_true_symmetries():
+    """2 items x 3 contexts (12 target features: too many for brute force): every element found
+    satisfies the definition, the set is closed under composition, and it moves the contexts."""
+    task = task_from_dict(context_task(2, 3, ["hierarchy"] * 3, "context-subsets"))
+    group = automorphisms(task)
+    x, y = task.inputs, task.targets
+    for g in group:
+        assert all(x[g.datapoints[n], g.inputs[i]] == x[n, i] for n in range(6) for i in range(5))
+        assert all(y[g.datapoints[n], g.outputs[o]] == y[n, o] for n in range(6) for o in range(12))
+
+    def compose(g, h):
+        return Automorphism(
+            *(
+                tuple(a[b[k]] for k in range(len(b)))
+                for a, b in zip((g.datapoints, g.inputs, g.outputs), (h.datapoints, h.inputs, h.outputs))
+            )
+        )
+
+    members = set(group)
+    assert all(compose(g, h) in members for g in group for h in group)
+    contexts = task.contexts
+    assert any(contexts[g.datapoints[0]] != contexts[0] for g in group)
+    assert len(group) == 12  # 3! context permutations x 2 item swaps (the hierarchy's two leaves)
+    assert network_orbits(task.networks, group) == [["common+1"], ["common+2"], ["common+all"]]
+    # common + the pathway of contexts {1, 2} and common + that of {2, 3}: one orbit
+    one = Network("one", (task.networks[1].pathways[0], task.networks[1].pathways[1]))
+    two = Network("two", (task.networks[1].pathways[0], task.networks[1].pathways[2]))
+    assert network_orbits([one, two], group) == [["one", "two"]]
+
+
+@pytest.mark.parametrize("delta, winner", [(0.5, "xor"), (3.0, "linear")])
+def test_unique_names_the_fastest_orbit_on_both_sides_of_the_crossover(delta, winner):
+    report = unique_report(task_from_dict(xor_task()), {"Delta": delta})
+    assert report["automorphisms"] == 2
+    assert report["orbits"][0]["networks"] == [winner]
+    assert report["unique"] and report["margin"] > report["tolerance"]
+    assert {tuple(p["active"]) for p in report["union"]["pathways"]} >= {(0,), (0, 3)}
+
+
+def test_unique_command_json_contract(capsys):
+    import json
+
+    from gdln.cli import main
+
+    from .conftest import XOR_SPEC
+
+    assert main(["unique", str(XOR_SPEC), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert set(report) >= {"automorphisms", "datapoint_orbits", "orbits", "unique", "margin", "tolerance", "union"}
+    assert report["datapoint_orbits"] == [[0], [1, 2], [3]]
+    assert all({"networks", "t_90", "t_90_spread", "final_loss"} <= set(o) for o in report["orbits"])

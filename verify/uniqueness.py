@@ -1,0 +1,86 @@
+"""Uniqueness of the race winner up to the symmetries of the data (issue: Proposition 4.2 as a
+machine check, parts 1 and 3). The candidates are grouped into orbits under the dataset's
+automorphisms (:mod:`derive.automorphisms`); members of an orbit learn identically, so the race
+ranks orbits. The winner is unique when the fastest orbit is alone: the next orbit's ``t_90``
+is more than :data:`UNIQUENESS_TOLERANCE` later (or, if none reaches 10%, its final loss is that
+much higher). The union network (:mod:`verify.union`) says which pathways grow when all are
+trained together.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from derive.automorphisms import automorphisms, datapoint_orbits, network_orbits
+from derive.errors import SpecError
+from derive.spec import Task
+from numeric.prediction import TaskPredictions
+
+from .reports import race_report
+from .union import union_report
+
+#: relative margin by which the fastest orbit must lead for the winner to be unique
+UNIQUENESS_TOLERANCE = 0.01
+
+
+def _orbit_key(orbit: dict) -> tuple:
+    finite = orbit["final_loss"] is not None
+    return (not finite, orbit["t_90"] is None, orbit["t_90"] or 0.0, orbit["final_loss"] if finite else 0.0)
+
+
+def _margin(first: dict[str, Any], second: dict[str, Any]) -> float | None:
+    """How far the second orbit trails the first: relative ``t_90``, or relative final loss when
+    neither reaches 10%; ``inf`` when only the first does; ``None`` when nothing is finite."""
+    if first["final_loss"] is None:
+        return None
+    if first["t_90"] is not None:
+        return float("inf") if second["t_90"] is None else (second["t_90"] - first["t_90"]) / first["t_90"]
+    if second["final_loss"] is None or first["final_loss"] <= 0:
+        return None
+    return (second["final_loss"] - first["final_loss"]) / first["final_loss"]
+
+
+def unique_report(task: Task, overrides: Mapping[str, float] | None = None) -> dict:
+    """Orbits of the spec's candidate networks, their race, whether the fastest orbit is alone,
+    and the union network's growth."""
+    if not task.networks:
+        raise SpecError(task.source, "network", "uniqueness needs at least one [[network]]")
+    models = TaskPredictions(task)
+    group = automorphisms(task)
+    race = race_report(task, overrides, models=models)
+    by_name = {n["name"]: n for n in race["networks"]}
+    orbits: list[dict[str, Any]] = []
+    for members in network_orbits(task.networks, group):
+        times = [by_name[m]["t_90"] for m in members]
+        finite = [t for t in times if t is not None]
+        orbits.append(
+            {
+                "networks": members,
+                "t_90": min(finite) if finite else None,
+                "t_90_spread": (max(finite) - min(finite)) / min(finite) if len(finite) > 1 else 0.0,
+                "final_loss": min(
+                    (by_name[m]["final_loss"] for m in members if by_name[m]["final_loss"] is not None), default=None
+                ),
+            }
+        )
+    orbits.sort(key=_orbit_key)
+    margin = _margin(orbits[0], orbits[1]) if len(orbits) > 1 else None
+    unique = len(orbits) == 1 or (margin is not None and margin > UNIQUENESS_TOLERANCE)
+    union = union_report(task, overrides)
+    return {
+        "parameters": race["parameters"],
+        "candidates": "the spec's networks",
+        "automorphisms": len(group),
+        "datapoint_orbits": datapoint_orbits(group, task.num_datapoints),
+        "orbits": orbits,
+        "unique": bool(unique),
+        "margin": margin,
+        "tolerance": UNIQUENESS_TOLERANCE,
+        "union": {
+            "pathways": [
+                {"name": p["name"], "active": p["active"], "growth": p["log10_growth"], "grows": p["grows"]}
+                for p in union["pathways"]
+            ]
+        },
+    }

@@ -1,0 +1,249 @@
+"""Every benchmark in one process: ``python -m bench [--quick] [--json]``.
+
+Each figure is a ratio of two times measured in this same run, so a busy machine still
+compares like with like:
+
+- simulation: the Section 4 ReLU network (11-700-60, 24 datapoints), full-batch gradient
+  descent in float64 with 1, 8 and 32 seeds vmapped; achieved GFLOP/s counted from its matrix
+  products, against this machine's float64 matrix-multiply rate measured here, and the
+  speed-up over a reference loop (one jit-compiled step called from Python per seed and epoch);
+- theory against training: ``gdln race`` on Section 4 in a fresh process (cold), and the
+  evaluation of every candidate's loss curve once compiled, against one ReLU training run of
+  12000 epochs;
+- derivation scaling: ``derive`` of the context task for several K and P, with the fitted
+  growth exponent;
+- figures: ``gdln figures --quick`` end to end.
+
+Speed targets live here, not in the tests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from numeric.precision import use_x64
+
+ROOT = Path(__file__).resolve().parent.parent
+SECTION4 = ROOT / "examples" / "section4_context.toml"
+
+
+def _best(fn, repeat: int = 2) -> float:
+    best = math.inf
+    for _ in range(repeat):
+        start = time.perf_counter()
+        jax.block_until_ready(fn())
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def matmul_peak(size: int = 1024) -> float:
+    """float64 GFLOP/s of one large square matrix product on this machine, now."""
+    a = jax.random.normal(jax.random.PRNGKey(0), (size, size), dtype=jnp.float64)
+    product = jax.jit(lambda m: m @ m)
+    product(a).block_until_ready()
+    return 2 * size**3 / _best(lambda: product(a), repeat=5) / 1e9
+
+
+def step_flops(count: int, inputs: int, hidden: int, outputs: int) -> int:
+    """Matrix-product flops of one step: forward ``X W1^T``, ``H W2^T``; backward ``R^T H``,
+    ``R W2``, ``(dH * gate)^T X``."""
+    return 2 * count * hidden * (2 * inputs + 3 * outputs)
+
+
+def simulation(epochs: int, seed_counts: tuple[int, ...]) -> dict:
+    from derive.spec import load_spec
+    from numeric.data import NumericDataset
+    from numeric.training import init_relu, relu_forward, train_relu
+
+    task = load_spec(SECTION4)
+    inputs, targets = NumericDataset(task)([])
+    hidden = task.training.hidden_units
+    flops = step_flops(task.num_datapoints, task.num_inputs, hidden, task.num_outputs)
+    peak = matmul_peak()
+
+    def loss(params):
+        return 0.5 * jnp.mean(jnp.sum((targets - relu_forward(params, inputs)) ** 2, axis=1))
+
+    @jax.jit
+    def step(params):
+        grads = jax.grad(loss)(params)
+        return jax.tree_util.tree_map(lambda w, g: w - 0.01 * g, params, grads)
+
+    params = init_relu(jax.random.PRNGKey(0), hidden, task.num_inputs, task.num_outputs, 1e-4)
+    step(params)
+    loop_epochs = min(epochs, 500)
+
+    def loop():
+        p = params
+        for _ in range(loop_epochs):
+            p = step(p)
+        return p[0]
+
+    per_seed_epoch = _best(loop) / loop_epochs
+    rows = []
+    for seeds in seed_counts:
+
+        def run(seeds=seeds):
+            return train_relu(inputs, targets, hidden, 1e-4, 0.01, epochs, range(seeds)).losses
+
+        run()
+        elapsed = _best(run)
+        achieved = flops * epochs * seeds / elapsed / 1e9
+        rows.append(
+            {
+                "seeds": seeds,
+                "seconds": elapsed,
+                "gflops": achieved,
+                "fraction_of_peak": achieved / peak,
+                "speedup_over_loop": per_seed_epoch * epochs * seeds / elapsed,
+            }
+        )
+    return {
+        "network": f"{task.num_inputs}-{hidden}-{task.num_outputs}, {task.num_datapoints} datapoints",
+        "epochs": epochs,
+        "step_mflop": flops / 1e6,
+        "peak_gflops_float64": peak,
+        "loop_seconds_per_seed_epoch": per_seed_epoch,
+        "runs": rows,
+    }
+
+
+def theory_against_training() -> dict:
+    from derive.spec import load_spec
+    from numeric.prediction import TaskPredictions
+    from verify.reports import epoch_grid, theory_stride, train_network
+
+    start = time.perf_counter()
+    subprocess.run(
+        [sys.executable, "-m", "gdln", "race", str(SECTION4), "--json"], check=True, capture_output=True, cwd=ROOT
+    )
+    cold = time.perf_counter() - start
+    task = load_spec(SECTION4)
+    models = TaskPredictions(task)
+    training = task.training
+    ts = epoch_grid(training.epochs, theory_stride(training.epochs))
+    predictions = [models.prediction(n.name) for n in task.networks]
+
+    def curves():
+        return [p.loss_curve(ts, training.init_scale, training.tau, []) for p in predictions]
+
+    start = time.perf_counter()
+    curves()
+    first = time.perf_counter() - start  # derivation and compilation included
+    evaluation = _best(curves)
+    run = lambda: train_network(task, "relu", seeds=1, models=models)[0].losses  # noqa: E731
+    run()
+    training_run = _best(run, repeat=1)
+    return {
+        "race_cold_process_seconds": cold,
+        "curves_first_seconds": first,
+        "curves_compiled_seconds": evaluation,
+        "relu_training_seconds": training_run,
+        "race_cold_over_training": cold / training_run,
+        "training_over_compiled_curves": training_run / evaluation,
+    }
+
+
+def derivation_scaling(quick: bool) -> dict:
+    from derive.derivation import NetworkDerivation
+    from derive.spec import task_from_dict
+    from derive.tasks import context_task
+
+    def derive_time(items: int, contexts: int) -> float:
+        task = task_from_dict(context_task(items, contexts, ["hierarchy"] * contexts, "context-subsets"))
+        start = time.perf_counter()
+        derivation = NetworkDerivation(task, f"common+{contexts - 1}")
+        _ = derivation.pathways, derivation.reduced_system
+        return time.perf_counter() - start
+
+    contexts = (3, 4, 6) if quick else (3, 4, 6, 8, 10)
+    items = (8, 16) if quick else (8, 16, 32)
+    by_k = [(k, derive_time(8, k)) for k in contexts]
+    by_p = [(p, derive_time(p, 3)) for p in items]
+
+    def exponent(points):
+        xs, ys = np.log([p[0] for p in points]), np.log([p[1] for p in points])
+        return float(np.polyfit(xs, ys, 1)[0])
+
+    return {
+        "by_contexts_P8": [{"K": k, "seconds": t} for k, t in by_k],
+        "exponent_in_K": exponent(by_k),
+        "by_items_K3": [{"P": p, "seconds": t} for p, t in by_p],
+        "exponent_in_P": exponent(by_p),
+    }
+
+
+def figures() -> dict:
+    with tempfile.TemporaryDirectory() as folder:
+        start = time.perf_counter()
+        subprocess.run(
+            [sys.executable, "-m", "gdln", "figures", "--quick", "--out", folder],
+            check=True,
+            capture_output=True,
+            cwd=ROOT,
+        )
+        return {"figures_quick_seconds": time.perf_counter() - start}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer epochs and smaller derivations; no figures")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+    use_x64()
+    report = {
+        "simulation": simulation(500 if args.quick else 2000, (1, 8, 32)),
+        "theory_against_training": theory_against_training(),
+        "derivation_scaling": derivation_scaling(args.quick),
+    }
+    if not args.quick:
+        report["figures"] = figures()
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return 0
+    sim = report["simulation"]
+    print(f"simulation, {sim['network']}, {sim['epochs']} epochs, float64; {sim['step_mflop']:.1f} MFLOP per step")
+    print(f"  matrix-multiply peak (float64, this run): {sim['peak_gflops_float64']:.1f} GFLOP/s")
+    print("  | seeds | seconds | GFLOP/s | of peak | vs per-seed loop |")
+    for row in sim["runs"]:
+        print(
+            f"  | {row['seeds']} | {row['seconds']:.2f} | {row['gflops']:.2f} | {row['fraction_of_peak']:.1%} |"
+            f" {row['speedup_over_loop']:.1f}x |"
+        )
+    th = report["theory_against_training"]
+    print(
+        f"theory vs training (Section 4): race in a fresh process {th['race_cold_process_seconds']:.1f} s; one ReLU run "
+        f"of 12000 epochs {th['relu_training_seconds']:.1f} s (ratio {th['race_cold_over_training']:.2f}); all "
+        f"candidates' curves once compiled {th['curves_compiled_seconds'] * 1e3:.1f} ms "
+        f"({th['training_over_compiled_curves']:.0f}x cheaper than training; first evaluation "
+        f"{th['curves_first_seconds']:.1f} s)"
+    )
+    ds = report["derivation_scaling"]
+    print(
+        "derive common+(K-1), P = 8: "
+        + ", ".join(f"K={r['K']} {r['seconds']:.1f} s" for r in ds["by_contexts_P8"])
+        + f" (exponent {ds['exponent_in_K']:.2f})"
+    )
+    print(
+        "derive common+2, K = 3: "
+        + ", ".join(f"P={r['P']} {r['seconds']:.1f} s" for r in ds["by_items_K3"])
+        + f" (exponent {ds['exponent_in_P']:.2f})"
+    )
+    if "figures" in report:
+        print(f"gdln figures --quick: {report['figures']['figures_quick_seconds']:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

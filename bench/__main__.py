@@ -156,16 +156,11 @@ def theory_against_training() -> dict:
 
 
 def derivation_scaling(quick: bool) -> dict:
-    from derive.derivation import NetworkDerivation
-    from derive.spec import task_from_dict
-    from derive.tasks import context_task
+    from bench.bench_derive import derive_times
 
     def derive_time(items: int, contexts: int) -> float:
-        task = task_from_dict(context_task(items, contexts, ["hierarchy"] * contexts, "context-subsets"))
-        start = time.perf_counter()
-        derivation = NetworkDerivation(task, f"common+{contexts - 1}")
-        _ = derivation.pathways, derivation.reduced_system
-        return time.perf_counter() - start
+        """Derive ``common+(K-1)`` of the context task, every step (as ``bench/bench_derive.py``)."""
+        return float(derive_times(items, contexts)["total_s"])
 
     contexts = (3, 4, 6) if quick else (3, 4, 6, 8, 10)
     items = (8, 16) if quick else (8, 16, 32)

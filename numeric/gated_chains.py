@@ -47,6 +47,8 @@ class GatedChains:
         self.input_masks = jnp.asarray(np.array([np.isin(np.arange(num_inputs), p.inputs) for p in pathways], float))
         self.output_masks = jnp.asarray(np.array([np.isin(np.arange(num_outputs), p.outputs) for p in pathways], float))
         self.width = max(min(len(p.inputs), len(p.outputs)) for p in pathways)
+        #: shapes of the stacked chains ``(W1, W2)``; the flattened flow state is ``W1`` then ``W2``
+        self.shapes = ((len(pathways), self.width, num_inputs), (len(pathways), num_outputs, self.width))
 
     def start(self, maps: Sequence[np.ndarray]) -> tuple[jax.Array, jax.Array]:
         """``(W1, W2)`` stacked ``(P, width, in)`` and ``(P, out, width)``: each map factored
@@ -95,19 +97,29 @@ class GatedChains:
         """The loss before each of ``steps`` steps of gradient descent."""
         return self._descend(w1, w2, float(learning_rate), int(steps))
 
+    def _split(self, y):
+        size = int(np.prod(self.shapes[0]))
+        return y[:size].reshape(self.shapes[0]), y[size:].reshape(self.shapes[1])
+
+    @cached_property
+    def _flow_rhs(self):
+        """``f(t, y, learning_rate)`` for ``diffrax.ODETerm``: ``y`` is ``W1`` then ``W2`` flattened.
+        Built once, so every solve of this network reuses one compiled solver."""
+
+        def f(t, y, learning_rate):
+            d1, d2 = self._rates(*self._split(y))
+            return learning_rate * jnp.concatenate([d1.ravel(), d2.ravel()])
+
+        return f
+
+    @cached_property
+    def _losses_of_states(self):
+        return jax.jit(jax.vmap(lambda y: self.loss(*self._split(y))))
+
     def flow_losses(self, w1, w2, learning_rate: float, ts) -> np.ndarray:
         """The loss of the gradient flow ``tau dW/dt = rates`` at epochs ``ts`` (from 0)."""
-        shape1 = w1.shape
-
-        def f(t, y, args):
-            size = int(np.prod(shape1))
-            a, b = y[:size].reshape(shape1), y[size:].reshape(w2.shape)
-            d1, d2 = self._rates(a, b)
-            return args * jnp.concatenate([d1.ravel(), d2.ravel()])
-
         grid = np.unique(np.concatenate([[0.0], np.asarray(ts, dtype=np.float64)]))
         y0 = jnp.concatenate([w1.ravel(), w2.ravel()])
-        states = integrate_ode(f, y0, jnp.asarray(grid), jnp.float64(learning_rate), rtol=1e-9, atol=1e-14)
-        size = int(np.prod(shape1))
-        losses = np.asarray(jax.vmap(lambda y: self.loss(y[:size].reshape(shape1), y[size:].reshape(w2.shape)))(states))
+        states = integrate_ode(self._flow_rhs, y0, jnp.asarray(grid), jnp.float64(learning_rate), rtol=1e-9, atol=1e-14)
+        losses = np.asarray(self._losses_of_states(states))
         return losses[np.searchsorted(grid, np.asarray(ts, dtype=np.float64))]

@@ -373,6 +373,13 @@ def simulate_report(task: Task, model: str, overrides=None, seeds=None, epochs=N
     return report
 
 
+def relu_initial_weights(task: Task, training):
+    """The initial weights of the task's ReLU runs, one per seed: those ``train_network`` starts from."""
+    return initial_relu_weights(
+        training.hidden_units, task.num_inputs, task.num_outputs, training.init_scale, range(training.seeds)
+    )
+
+
 def relu_alignment(models: TaskPredictions, initial_weights, values: Mapping, training) -> Alignment:
     """The alignment phase of ReLU runs from their initial weights ``(W1s, W2s)`` alone, at the
     training step and cut at the training horizon."""
@@ -467,9 +474,7 @@ def align_report(task: Task, overrides=None, seeds: int | None = None) -> tuple[
     values = task.values(overrides)
     training = _settings(task, seeds, None)
     check_training_size(task, training, "relu")
-    initial = initial_relu_weights(
-        training.hidden_units, task.num_inputs, task.num_outputs, training.init_scale, range(training.seeds)
-    )
+    initial = relu_initial_weights(task, training)
     alignment = relu_alignment(models, initial, values, training)
     network = aligned_candidate(models, alignment)
     report = {"parameters": {s.name: v for s, v in values.items()}, "seeds": training.seeds}
@@ -524,9 +529,7 @@ def verify_report(
     values = task.values(overrides)
     training = _settings(task, seeds, epochs)
     check_training_size(task, training, "relu")
-    initial = initial_relu_weights(
-        training.hidden_units, task.num_inputs, task.num_outputs, training.init_scale, range(training.seeds)
-    )
+    initial = relu_initial_weights(task, training)
     stride = theory_stride(training.epochs)
     ts = epoch_grid(training.epochs, stride)
     alignment: Alignment | None = None

@@ -77,10 +77,6 @@ class Alignment:
         return found
 
 
-def _output(w1, w2, inputs):
-    return jax.nn.relu(inputs @ w1.T) @ w2.T
-
-
 @partial(jax.jit, static_argnames=("steps",))
 def _advance(w1, w2, done, inputs, targets, learning_rate, threshold, first, horizon, steps):
     """``steps`` epochs (``first``, ``first + 1``, ...) of the fixed-residual recursion for every
@@ -93,12 +89,12 @@ def _advance(w1, w2, done, inputs, targets, learning_rate, threshold, first, hor
     def one_seed(w1, w2, done):
         def step(state, epoch):
             w1, w2, done = state
-            output = _output(w1, w2, inputs)
+            pre = inputs @ w1.T
+            hidden = jax.nn.relu(pre)
+            output = hidden @ w2.T
             loss = 0.5 * jnp.mean(jnp.sum((targets - output) ** 2, axis=1))
             done = done | (jnp.sqrt(jnp.sum(output**2)) >= threshold)
             frozen = done | (epoch >= horizon)
-            pre = inputs @ w1.T
-            hidden = jax.nn.relu(pre)
             gate = (pre > 0).astype(inputs.dtype)
             new_w2 = w2 + learning_rate * field.T @ hidden
             new_w1 = w1 + learning_rate * ((field @ w2) * gate).T @ inputs

@@ -210,6 +210,14 @@ def staged_report(models: TaskPredictions, name: str, ts, values: Mapping, exact
     }
 
 
+def race_order(entry: Mapping[str, Any]) -> tuple:
+    """Rank of a race entry (a network, or an orbit of networks): the first to reach 10% of the
+    initial loss wins; among those that never do, the lowest final loss; an entry whose
+    prediction is not finite ranks last and never wins."""
+    finite = entry["final_loss"] is not None
+    return (not finite, entry["t_90"] is None, entry["t_90"] or 0.0, entry["final_loss"] if finite else 0.0)
+
+
 def race_report(
     task: Task,
     overrides: Mapping[str, float] | None = None,
@@ -268,16 +276,10 @@ def race_report(
             )
         networks.append(entry)
 
-    # the first to reach 10% of the initial loss wins; among those that never do, the lowest final
-    # loss; a network whose prediction is not finite ranks last and never wins
-    def order(n):
-        finite = n["final_loss"] is not None
-        return (not finite, n["t_90"] is None, n["t_90"] or 0.0, n["final_loss"] if finite else 0.0)
-
-    ranked = sorted(networks, key=order)
+    ranked = sorted(networks, key=race_order)
     ranking = [n["name"] for n in ranked]
     winner = ranked[0]["name"] if ranked[0]["final_loss"] is not None else None
-    if len(ranked) > 1 and ranked[0]["t_90"] is None and order(ranked[0]) == order(ranked[1]):
+    if len(ranked) > 1 and ranked[0]["t_90"] is None and race_order(ranked[0]) == race_order(ranked[1]):
         winner = None  # none reaches 10% within the horizon and the best losses there are equal (e.g. both still 1.0)
     pairs = combinations(derivations, 2)
     found = _crossover_entries([c for a, b in pairs for c in models.crossovers(a, b, values)], values)

@@ -17,16 +17,11 @@ from derive.errors import SpecError
 from derive.spec import Task
 from numeric.prediction import TaskPredictions
 
-from .reports import race_report
+from .reports import race_order, race_report
 from .union import union_report
 
 #: relative margin by which the fastest orbit must lead for the winner to be unique
 UNIQUENESS_TOLERANCE = 0.01
-
-
-def _orbit_key(orbit: dict) -> tuple:
-    finite = orbit["final_loss"] is not None
-    return (not finite, orbit["t_90"] is None, orbit["t_90"] or 0.0, orbit["final_loss"] if finite else 0.0)
 
 
 def _margin(first: dict[str, Any], second: dict[str, Any]) -> float | None:
@@ -64,7 +59,7 @@ def unique_report(task: Task, overrides: Mapping[str, float] | None = None) -> d
                 ),
             }
         )
-    orbits.sort(key=_orbit_key)
+    orbits.sort(key=race_order)  # orbits rank as the race ranks networks
     margin = _margin(orbits[0], orbits[1]) if len(orbits) > 1 else None
     unique = len(orbits) == 1 or (margin is not None and margin > UNIQUENESS_TOLERANCE)
     union = union_report(task, overrides)

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import subprocess
 import sys
 import tempfile
@@ -32,19 +31,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from bench.bench_race import timed  # best of a few runs, blocked until ready
 from numeric.precision import use_x64
 
 ROOT = Path(__file__).resolve().parent.parent
 SECTION4 = ROOT / "examples" / "section4_context.toml"
-
-
-def _best(fn, repeat: int = 2) -> float:
-    best = math.inf
-    for _ in range(repeat):
-        start = time.perf_counter()
-        jax.block_until_ready(fn())
-        best = min(best, time.perf_counter() - start)
-    return best
 
 
 def matmul_peak(size: int = 1024) -> float:
@@ -52,7 +43,7 @@ def matmul_peak(size: int = 1024) -> float:
     a = jax.random.normal(jax.random.PRNGKey(0), (size, size), dtype=jnp.float64)
     product = jax.jit(lambda m: m @ m)
     product(a).block_until_ready()
-    return 2 * size**3 / _best(lambda: product(a), repeat=5) / 1e9
+    return 2 * size**3 / timed(lambda: product(a), repeat=5) / 1e9
 
 
 def step_flops(count: int, inputs: int, hidden: int, outputs: int) -> int:
@@ -90,7 +81,7 @@ def simulation(epochs: int, seed_counts: tuple[int, ...]) -> dict:
             p = step(p)
         return p[0]
 
-    per_seed_epoch = _best(loop) / loop_epochs
+    per_seed_epoch = timed(loop, repeat=2) / loop_epochs
     rows = []
     for seeds in seed_counts:
 
@@ -98,7 +89,7 @@ def simulation(epochs: int, seed_counts: tuple[int, ...]) -> dict:
             return train_relu(inputs, targets, hidden, 1e-4, 0.01, epochs, range(seeds)).losses
 
         run()
-        elapsed = _best(run)
+        elapsed = timed(run, repeat=2)
         achieved = flops * epochs * seeds / elapsed / 1e9
         rows.append(
             {
@@ -141,10 +132,10 @@ def theory_against_training() -> dict:
     start = time.perf_counter()
     curves()
     first = time.perf_counter() - start  # derivation and compilation included
-    evaluation = _best(curves)
+    evaluation = timed(curves, repeat=2)
     run = lambda: train_network(task, "relu", seeds=1, models=models)[0].losses  # noqa: E731
     run()
-    training_run = _best(run, repeat=1)
+    training_run = timed(run, repeat=1)
     return {
         "race_cold_process_seconds": cold,
         "curves_first_seconds": first,

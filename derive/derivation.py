@@ -14,6 +14,7 @@ import sympy
 
 from . import algebraic, formulas
 from .correlations import output_overlap, sigma_x, sigma_yx, target_power
+from .errors import DerivationError
 from .modes import PRECISION_DIGITS, Mode, find_modes, tidy, vanishes
 from .spec import Network, Pathway, Task
 from .symmetry import GroupReduction, Symmetry, product, scaled_hadamard
@@ -61,6 +62,14 @@ class NetworkDerivation:
     def __init__(self, task: Task, network: Network | str):
         self.task = task
         self.network = task.network(network) if isinstance(network, str) else network
+        if self.network.shared:
+            graph = self.network.graph
+            assert graph is not None  # shared implies a graph
+            edge = graph.edges[graph.shared_edges[0]]
+            raise DerivationError(
+                f"network {self.network.name!r}: edge {edge.name} lies on {len(graph.paths_through[graph.shared_edges[0]])} "
+                "paths; the module race reduction needs private chains (use the shared-edge reduction, derive.shared)"
+            )
 
     # --- effective datasets and modes -------------------------------------------------
     @cached_property

@@ -22,6 +22,7 @@ import sympy
 
 from .errors import SpecError
 from .expressions import ALLOWED_CONSTANTS, ALLOWED_FUNCTIONS, EvaluationError, evaluate, exact_number, parse_value
+from .graph import Graph, read_graph
 
 TOP_LEVEL_KEYS = {"title", "parameters", "data", "training", "network"}
 TRAINING_DEFAULTS = {
@@ -72,10 +73,21 @@ class Pathway:
 
 @dataclass(frozen=True)
 class Network:
-    """A candidate GDLN (ReLN): pathways whose outputs add up."""
+    """A candidate GDLN (ReLN): pathways whose outputs add up.
+
+    A network given as a graph keeps it in ``graph``. When its paths share no edge, ``pathways``
+    is its module form (one pathway per path) and everything downstream treats both forms alike;
+    when they share edges, ``pathways`` lists the paths and only graph-aware code may use it
+    (``shared`` says so)."""
 
     name: str
     pathways: tuple[Pathway, ...]
+    graph: Graph | None = None
+
+    @property
+    def shared(self) -> bool:
+        """Some edge lies on more than one path: the module reduction does not apply."""
+        return self.graph is not None and not self.graph.private_chains
 
     def pathway(self, name: str) -> Pathway:
         for pathway in self.pathways:
@@ -112,6 +124,7 @@ class Task:
     networks: tuple[Network, ...]
     source: str = "<python>"
     contexts: tuple[int, ...] | None = None
+    labels: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     @property
@@ -192,10 +205,12 @@ def task_from_dict(document: Mapping[str, Any], source: str = "<python>", defaul
         raise SpecError(source, "title", "expected a string")
 
     defaults, symbols = _read_parameters(document.get("parameters", {}), source)
-    inputs, targets, contexts = _read_data(document.get("data"), symbols, source)
+    inputs, targets, contexts, labels = _read_data(document.get("data"), symbols, source)
     check_data(inputs, targets, defaults, source)
     training = _read_training(document.get("training", {}), source)
-    networks = _read_networks(document.get("network", []), inputs.rows, inputs.cols, targets.cols, training, source)
+    networks = _read_networks(
+        document.get("network", []), inputs.rows, inputs.cols, targets.cols, training, labels, source
+    )
     _check_networks_learn(inputs, targets, networks, defaults, source)
     return Task(
         title=title,
@@ -206,6 +221,7 @@ def task_from_dict(document: Mapping[str, Any], source: str = "<python>", defaul
         networks=networks,
         source=source,
         contexts=contexts,
+        labels=labels,
     )
 
 
@@ -366,7 +382,7 @@ def _read_data(table, symbols, source):
     if table is None:
         raise SpecError(source, "data", "missing table [data] with inputs and targets")
     _require_table(table, source, "data")
-    _reject_unknown(table, {"inputs", "targets", "contexts"}, source, "data.")
+    _reject_unknown(table, {"inputs", "targets", "contexts", "labels"}, source, "data.")
     for key in ("inputs", "targets"):
         if key not in table:
             raise SpecError(source, f"data.{key}", "missing")
@@ -387,7 +403,20 @@ def _read_data(table, symbols, source):
             if isinstance(label, bool) or not isinstance(label, int) or label < 1:
                 raise SpecError(source, f"data.contexts[{n}]", f"expected a context number >= 1, got {label!r}")
         contexts = tuple(labels)
-    return inputs, targets, contexts
+    labels = {} if contexts is None else {"context": contexts}
+    raw_labels = table.get("labels", {})
+    _require_table(raw_labels, source, "data.labels")
+    for name, column in raw_labels.items():
+        key = f"data.labels.{name}"
+        if name in labels:
+            raise SpecError(source, key, "the label 'context' is data.contexts; give it there")
+        if not isinstance(column, list) or len(column) != inputs.rows:
+            raise SpecError(source, key, f"expected a list of {inputs.rows} integer labels (one per datapoint)")
+        for n, label in enumerate(column):
+            if isinstance(label, bool) or not isinstance(label, int):
+                raise SpecError(source, f"{key}[{n}]", f"expected an integer label, got {label!r}")
+        labels[name] = tuple(column)
+    return inputs, targets, contexts, labels
 
 
 def _positive_int(value, source, key, limit=None):
@@ -433,7 +462,7 @@ def _index_list(value, bound, source, key, what):
     return tuple(indices)
 
 
-def _read_networks(entries, num_datapoints, num_inputs, num_outputs, training, source):
+def _read_networks(entries, num_datapoints, num_inputs, num_outputs, training, labels, source):
     if not isinstance(entries, list):
         raise SpecError(source, "network", "expected an array of tables [[network]]")
     if len(entries) > MAX_NETWORKS:
@@ -441,12 +470,23 @@ def _read_networks(entries, num_datapoints, num_inputs, num_outputs, training, s
     networks = []
     for k, entry in enumerate(entries):
         _require_table(entry, source, f"network[{k}]")
-        _reject_unknown(entry, {"name", "pathway"}, source, f"network[{k}].")
+        _reject_unknown(entry, {"name", "pathway", "node", "edge"}, source, f"network[{k}].")
         name = entry.get("name")
         if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
             raise SpecError(source, f"network[{k}].name", "every network needs a name of letters, digits and _ + - .")
         if any(n.name == name for n in networks):
             raise SpecError(source, f"network[{k}].name", f"duplicate network name {name!r}")
+        if "node" in entry or "edge" in entry:
+            if "pathway" in entry:
+                raise SpecError(
+                    source,
+                    f"network[{name}].pathway",
+                    "give a network as pathways or as a graph (node, edge), not both",
+                )
+            graph = read_graph(entry, name, num_datapoints, num_inputs, num_outputs, labels, source)
+            pathways = chain_pathways(graph, name, source) if graph.private_chains else path_pathways(graph)
+            networks.append(Network(name=name, pathways=pathways, graph=graph))
+            continue
         raw_pathways = entry.get("pathway", [])
         if not isinstance(raw_pathways, list) or not raw_pathways:
             raise SpecError(source, f"network[{name}].pathway", "a network needs at least one [[network.pathway]]")
@@ -497,3 +537,53 @@ def _read_networks(entries, num_datapoints, num_inputs, num_outputs, training, s
             )
         networks.append(Network(name=name, pathways=tuple(pathways)))
     return tuple(networks)
+
+
+def chain_pathways(graph: Graph, name: str, source: str) -> tuple[Pathway, ...]:
+    """The module form of a graph of private chains: one pathway per path, named after its
+    first hidden node, active where the path's gates are all on."""
+    pathways = []
+    for path in graph.paths:
+        hidden = [graph.node(n) for n in path.nodes[1:-1]]
+        if not hidden:
+            raise SpecError(
+                source,
+                f"network[{name}].edge[{graph.edges[path.edges[0]].name}]",
+                "a path needs at least one hidden node (an input-to-output edge is a linear layer, not a module)",
+            )
+        sizes = {node.size for node in hidden}
+        if len(sizes) > 1:
+            raise SpecError(
+                source,
+                f"network[{name}].node[{hidden[0].name}]",
+                f"the hidden nodes of the chain {path.name} have sizes {sorted(sizes)}; a module has one size",
+            )
+        pathways.append(
+            Pathway(
+                name=hidden[0].name,
+                active=path.active,
+                inputs=graph.node(path.nodes[0]).features,
+                outputs=graph.node(path.nodes[-1]).features,
+                hidden_layers=len(hidden),
+                units=hidden[0].size,
+            )
+        )
+    return tuple(pathways)
+
+
+def path_pathways(graph: Graph) -> tuple[Pathway, ...]:
+    """The paths of a graph with shared edges, listed as pathways for naming and reporting only
+    (named by their nodes joined with "-", numbered where that repeats a name)."""
+    names = [path.name for path in graph.paths]
+    names = [name if names.count(name) == 1 else f"{name}.{k}" for k, name in enumerate(names)]
+    return tuple(
+        Pathway(
+            name=name,
+            active=path.active,
+            inputs=graph.node(path.nodes[0]).features,
+            outputs=graph.node(path.nodes[-1]).features,
+            hidden_layers=len(path.nodes) - 2,
+            units=min((graph.node(n).size for n in path.nodes[1:-1]), default=1),
+        )
+        for name, path in zip(names, graph.paths)
+    )

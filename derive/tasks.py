@@ -169,13 +169,16 @@ def to_toml(spec: dict) -> str:
     lines.append("]")
     if "contexts" in spec["data"]:
         lines.append(f"contexts = {value(spec['data']['contexts'])}")
+    for label, column in spec["data"].get("labels", {}).items():
+        lines.append(f"labels.{label} = {value(column)}")
     lines += ["", "[training]"]
     lines += [f"{k} = {value(v)}" for k, v in spec["training"].items()]
     for network in spec["network"]:
         lines += ["", "[[network]]", f"name = {value(network['name'])}"]
-        for pathway in network["pathway"]:
-            lines.append("[[network.pathway]]")
-            lines += [f"{k} = {value(v)}" for k, v in pathway.items()]
+        for kind in ("pathway", "node", "edge"):  # modules, or a graph
+            for table in network.get(kind, []):
+                lines.append(f"[[network.{kind}]]")
+                lines += [f"{k} = {value(v)}" for k, v in table.items()]
     return "\n".join(lines) + "\n"
 
 

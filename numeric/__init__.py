@@ -6,6 +6,7 @@ Computations are meant for 64-bit JAX; importing this package does not switch it
 
 from .compile import compile_expressions, generate_ode_function
 from .data import NumericDataset
+from .graph_network import GraphLayout, graph_flow_losses, graph_layout, path_flow, train_graph
 from .integrate import integrate_ode
 from .precision import use_x64, x64
 from .prediction import Prediction, TaskPredictions
@@ -15,6 +16,7 @@ from .training import GdlnLayout, gdln_layout, train_gdln, train_relu
 __all__ = [
     "CompiledNetwork",
     "GdlnLayout",
+    "GraphLayout",
     "NumericDataset",
     "Prediction",
     "TaskPredictions",
@@ -22,8 +24,12 @@ __all__ = [
     "crossing_time",
     "gdln_layout",
     "generate_ode_function",
+    "graph_flow_losses",
+    "graph_layout",
     "integrate_ode",
+    "path_flow",
     "train_gdln",
+    "train_graph",
     "train_relu",
     "use_x64",
     "x64",

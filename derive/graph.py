@@ -345,13 +345,6 @@ def _paths(nodes: dict[str, Node], edges: list[Edge], name: str, source: str) ->
             raise SpecError(
                 source, f"network[{name}].edge[{edge.name}]", "it lies on no path from an input to an output"
             )
-    for path in found:
-        if not path.active:
-            raise SpecError(
-                source,
-                f"network[{name}].node[{path.nodes[0]}]",
-                f"the path {path.name} is off at every datapoint (its gates never agree)",
-            )
     return tuple(found)
 
 

@@ -545,6 +545,12 @@ def chain_pathways(graph: Graph, name: str, source: str) -> tuple[Pathway, ...]:
     pathways = []
     for path in graph.paths:
         hidden = [graph.node(n) for n in path.nodes[1:-1]]
+        if not path.active:
+            raise SpecError(
+                source,
+                f"network[{name}].node[{path.nodes[1] if hidden else path.nodes[0]}]",
+                f"the chain {path.name} is off at every datapoint (its gates never agree): a module needs data",
+            )
         if not hidden:
             raise SpecError(
                 source,

@@ -7,6 +7,7 @@ task are ordered context-major: datapoint ``n = c * P + i`` is item ``i`` in con
 
 from __future__ import annotations
 
+import random
 from fractions import Fraction
 from itertools import combinations
 from typing import Any
@@ -157,6 +158,8 @@ def to_toml(spec: dict) -> str:
             return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
         if isinstance(v, list):
             return "[" + ", ".join(value(x) for x in v) + "]"
+        if isinstance(v, dict):
+            return "{ " + ", ".join(f"{k} = {value(x)}" for k, x in v.items()) + " }"
         raise TypeError(type(v))
 
     lines = [f"title = {value(spec['title'])}", ""]
@@ -203,3 +206,105 @@ def xor_task() -> dict:
             {"name": "xor", "pathway": [{"name": f"point{n}", "active": [n]} for n in range(4)]},
         ],
     }
+
+
+ROUTING_SCHEMES = ("share-1", "share-4", "share-all")
+
+
+def routing_task(
+    domains: int,
+    trained: int,
+    items: int = 4,
+    seed: int = 0,
+    hidden: int = 64,
+    init_scale: float = 0.02,
+    learning_rate: float = 0.3,
+    epochs: int = 3000,
+) -> dict:
+    """Spec dictionary of the routing task (Saxe, Sodhani & Lewallen 2022, Figures 4-5).
+
+    ``M = domains`` input domains, each a bank of ``items`` units, and ``M`` output domains, each
+    holding the ``2 items - 1`` features of a hierarchy over the items. Input domain ``i`` is
+    trained with the ``K = trained`` output domains ``i, i+1, ..., i+K-1`` (mod M), so every output
+    domain is trained from K input domains and the other routes are never seen. Each domain
+    codes the items by the rows of its own random signed permutation matrix (seeded): random
+    orthogonal inputs that keep the data rational and the derivation exact.
+
+    Candidates (``ROUTING_SCHEMES``), all with two hidden layers of ``hidden`` units per hidden
+    node, gated on the input domain at input nodes and on the output domain at output nodes:
+    ``share-1`` one private chain per trained route; ``share-4`` hidden layers shared by pairs of
+    input domains and pairs of output domains (up to 4 routes each); ``share-all`` one pair of
+    hidden layers through which all M^2 routes run.
+
+    The slides' step (0.02) goes with a loss summed over datapoints; THEORY's loss is a mean over
+    the ``M K items`` datapoints, so the default step is larger (0.3), with ``epochs`` enough for
+    every candidate of M = 4 and M = 7 to learn."""
+    if domains < 2:
+        raise SpecError("routing_task", "domains", f"needs at least 2 domains, got {domains}")
+    if not 1 <= trained <= domains:
+        raise SpecError("routing_task", "trained", f"needs 1 <= trained <= domains ({domains}), got {trained}")
+    tree = hierarchy(items)
+    features = len(tree)
+    rng = random.Random(seed)
+    codes = []
+    for _ in range(domains):
+        order = rng.sample(range(items), items)
+        signs = [rng.choice((-1, 1)) for _ in range(items)]
+        codes.append([[int(signs[a]) if order[a] == k else 0 for k in range(items)] for a in range(items)])
+    routes = [(i, (i + r) % domains) for i in range(domains) for r in range(trained)]
+    inputs, targets, source_labels, target_labels = [], [], [], []
+    for i, j in routes:
+        for a in range(items):
+            row = [0] * (domains * items)
+            row[i * items : (i + 1) * items] = codes[i][a]
+            out = [0] * (domains * features)
+            out[j * features : (j + 1) * features] = [f[a] for f in tree]
+            inputs.append(row)
+            targets.append(out)
+            source_labels.append(i)
+            target_labels.append(j)
+    spec: dict[str, Any] = {
+        "title": f"Routing task: {domains} domains, {trained} trained output domains per input domain, {items} items",
+        "data": {
+            "inputs": inputs,
+            "targets": targets,
+            "labels": {"input_domain": source_labels, "output_domain": target_labels},
+        },
+        "training": {
+            "learning_rate": learning_rate,
+            "init_scale": init_scale,
+            "epochs": epochs,
+            "hidden_units": hidden,
+            "seeds": 3,
+        },
+        "network": [_routing_network(scheme, domains, items, features, hidden, routes) for scheme in ROUTING_SCHEMES],
+    }
+    return spec
+
+
+def _routing_network(scheme, domains, items, features, hidden, routes) -> dict:
+    nodes: list[dict[str, Any]] = []
+    edges: list[dict[str, Any]] = []
+    for i in range(domains):
+        nodes.append({"name": f"in{i}", "inputs": list(range(i * items, (i + 1) * items)), "when": {"input_domain": i}})
+    for j in range(domains):
+        nodes.append(
+            {"name": f"out{j}", "outputs": list(range(j * features, (j + 1) * features)), "when": {"output_domain": j}}
+        )
+    if scheme == "share-all":
+        groups = [(list(range(domains)), list(range(domains)))]
+    elif scheme == "share-4":
+        pairs = [list(range(start, min(start + 2, domains))) for start in range(0, domains, 2)]
+        groups = [(a, b) for a in pairs for b in pairs]
+    else:
+        groups = [([i], [j]) for i, j in routes]
+    for g, (sources, targets) in enumerate(groups):
+        first, second = f"h{g}a", f"h{g}b"
+        nodes += [{"name": first, "size": hidden}, {"name": second, "size": hidden}]
+        edges += [{"source": f"in{i}", "target": first} for i in sources]
+        edges.append({"source": first, "target": second})
+        edges += [{"source": second, "target": f"out{j}"} for j in targets]
+    if scheme == "share-1":  # input and output nodes of routes never trained have no edges: leave them out
+        used = {e["source"] for e in edges} | {e["target"] for e in edges}
+        nodes = [n for n in nodes if n["name"] in used]
+    return {"name": scheme, "node": nodes, "edge": edges}

@@ -214,6 +214,9 @@ def cmd_derive(args):
     from verify.reports import derive_report, network_crossovers
 
     task = _load(args)
+    if task.network(args.network).shared:
+        _derive_shared(task, args)
+        return
     models = TaskPredictions(task)
     overrides = _overrides(args)
     report = derive_report(task, args.network, overrides, models)
@@ -228,6 +231,31 @@ def cmd_derive(args):
     _emit(report, args.json, _render_derive_full if args.full else _render_derive)
 
 
+def _derive_shared(task, args):
+    from verify.graphs import shared_derive_report
+
+    report, reduction = shared_derive_report(task, args.network)
+    if args.latex or args.latex_fragment:
+        for path, document in ((args.latex, True), (args.latex_fragment, False)):
+            if path:
+                _write(path, reduction.latex(document=document))
+
+    def render(r):
+        print(f"network {r['network']}: {r['paths']} paths ({r['paths_with_data']} with data), {r['modes']} modes")
+        a = r["assumptions"]
+        print(f"shared-edge reduction holds: {a['holds']}")
+        for failure in a["failures"][:3]:
+            print(f"  {failure}")
+        for p in r["singular_values"]:
+            print(f"  path {p['path']}: s = {', '.join(p['exprs'])}")
+        for ode in r["odes"][: 3 * r["modes"]]:
+            print(f"  {ode}")
+        if len(r["odes"]) > 3 * r["modes"]:
+            print(f"  ... {len(r['odes'])} ODEs in all (--json lists them)")
+
+    _emit(report, args.json, render)
+
+
 def _write(path: str, text: str) -> None:
     write_atomic(path, text, "output")  # a temporary file, then os.replace: never a partial file
 
@@ -235,7 +263,24 @@ def _write(path: str, text: str) -> None:
 def cmd_race(args):
     from verify.reports import race_report
 
-    _emit(race_report(_load(args), _overrides(args), staged=args.staged), args.json, _render_race)
+    task = _load(args)
+    if any(network.shared for network in task.networks):
+        from verify.graphs import shared_race_report
+
+        _emit(shared_race_report(task, _overrides(args)), args.json, _render_shared_race)
+        return
+    _emit(race_report(task, _overrides(args), staged=args.staged), args.json, _render_race)
+
+
+def _render_shared_race(report):
+    print("race of the shared-edge reduction (Eq. 6) in gradient-descent time")
+    for n in report["networks"]:
+        print(
+            f"  {n['name']:<16} {n['paths']} paths, {n['modes']} modes   t_half {_fmt(n['t_half'])}   t_90 {_fmt(n['t_90'])}"
+            f"   final loss {n['final_loss']:.3g}"
+        )
+    print(f"ranking: {', '.join(report['ranking'])}")
+    print(f"winner: {report['winner']}")
 
 
 def cmd_union(args):
@@ -283,8 +328,14 @@ def cmd_simulate(args):
 def cmd_verify(args):
     from verify.reports import verify_report
 
+    task = _load(args)
+    if any(network.shared for network in task.networks):
+        from verify.graphs import graph_verify_report
+
+        _emit(graph_verify_report(task, _overrides(args), args.seeds, args.epochs), args.json, _render_graph_verify)
+        return
     report = verify_report(
-        _load(args),
+        task,
         _overrides(args),
         args.seeds,
         args.epochs,
@@ -292,6 +343,19 @@ def cmd_verify(args):
         time_model=None if args.time is None else TIME_FLAGS[args.time],
     )
     _emit(report, args.json, _render_verify)
+
+
+def _render_graph_verify(report):
+    print(f"{report['seeds']} seed(s), {report['epochs']} epochs, learning rate {report['learning_rate']:g}")
+    for n in report["networks"]:
+        random = ", ".join(f"{d:.3f}" for d in n["max_deviation"])
+        print(
+            f"  {n['name']:<12} decoupled: max deviation {n['max_deviation_decoupled']:.2e}   random weights: {random}"
+            f"   t_90 theory {_fmt(n['theory']['t_90'])}, trained {n['trained']['t_90']}"
+        )
+    print(
+        f"ranking: theory {', '.join(report['ranking']['theory'])}; trained {', '.join(report['ranking']['trained'])}"
+    )
 
 
 def _render_align(report):
@@ -393,8 +457,20 @@ def cmd_lemma(args):
 
 
 def cmd_task(args):
-    from derive.tasks import context_task, to_toml
+    from derive.tasks import context_task, routing_task, to_toml
 
+    if args.kind == "routing":
+        if args.domains is None or args.trained is None:
+            raise SpecError("gdln task routing", "--domains", "routing needs --domains and --trained")
+        try:
+            spec = routing_task(args.domains, args.trained, items=args.items or 4, seed=args.seed)
+        except SpecError as error:
+            raise SpecError("gdln task routing", f"--{error.key}", error.problem) from None
+        sys.stdout.write(to_toml(spec))
+        return
+    for flag in ("items", "contexts", "blocks"):
+        if getattr(args, flag) is None:
+            raise SpecError("gdln task context", f"--{flag}", "required for the context task")
     blocks = [b.strip() for b in args.blocks.split(",") if b.strip()]
     try:
         spec = context_task(args.items, args.contexts, blocks, args.candidates)
@@ -485,11 +561,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(run=cmd_lemma)
 
     p = sub.add_parser("task", help="write a task spec (TOML) to stdout")
-    p.add_argument("kind", choices=["context"])
-    p.add_argument("--items", type=int, required=True)
-    p.add_argument("--contexts", type=int, required=True)
-    p.add_argument("--blocks", required=True, help="one structure per context: hierarchy, ring, cross")
-    p.add_argument("--candidates", help="context-subsets: list the candidate networks common+j")
+    p.add_argument("kind", choices=["context", "routing"])
+    p.add_argument("--items", type=int, help="items (routing: default 4, a power of two)")
+    p.add_argument("--contexts", type=int, help="context: number of contexts")
+    p.add_argument("--blocks", help="context: one structure per context: hierarchy, ring, cross")
+    p.add_argument("--candidates", help="context: context-subsets lists the candidate networks common+j")
+    p.add_argument("--domains", type=int, help="routing: number of input (and output) domains M")
+    p.add_argument("--trained", type=int, help="routing: output domains trained per input domain K")
+    p.add_argument("--seed", type=int, default=0, help="routing: seed of the domains' input codes")
     p.set_defaults(run=cmd_task)
 
     p = sub.add_parser("figures", help="regenerate the papers' figures")

@@ -185,23 +185,23 @@ def train_graph(
     *,
     init_scale: float | None = None,
     seeds: Sequence[int] = (0,),
-    initial: Sequence[jax.Array] | None = None,
+    initial: Sequence[ArrayLike] | None = None,
 ) -> TrainingRun:
     """Train the gated graph network once per seed (or per leading index of ``initial``)."""
     if initial is None:
         if init_scale is None:
             raise ValueError("give init_scale (random initial weights) or initial (weights per edge)")
         initial = initial_graph_weights(layout, init_scale, seeds)
-    initial = [jnp.asarray(w, jnp.float64) for w in initial]
+    start = [jnp.asarray(w, jnp.float64) for w in initial]
     losses, final = _descend_graph(
-        initial,
+        start,
         jnp.asarray(inputs, jnp.float64),
         jnp.asarray(targets, jnp.float64),
         layout,
         float(learning_rate),
         epochs,
     )
-    return TrainingRun(losses, initial, final)
+    return TrainingRun(losses, start, final)
 
 
 def graph_flow_losses(

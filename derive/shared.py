@@ -1,0 +1,306 @@
+"""The neural race reduction on graphs whose paths share edges (THEORY.md section 3, Eq. 5-6).
+
+:class:`SharedReduction` follows :class:`~derive.derivation.NetworkDerivation`: symbolic
+products as cached properties, no numbers. It chooses one basis per input node (``V_v``) and
+per output node (``U_v``) by propagating the modes of one path through the graph: from an input
+basis, ``U_t[:, k] = Sigma_yx(p) v_k / ||Sigma_yx(p) v_k||`` for a path ``p`` into ``t``; from an
+output basis, ``V_s[:, k] = Sigma_yx(p)^T u_k / ||...||``. It then checks exactly that every
+path's correlations are diagonal in these bases (``U_t^T Sigma_yx(p) V_s = S(p)``, nothing of
+``Sigma_yx(p)`` outside them, ``V_{s(j)}^T Sigma_x(j, p) = D(j, p) V_{s(p)}^T``) and reports the
+first failure in :attr:`assumptions`. Where they hold, ``W_e = R_t B_e R_s^T`` with diagonal
+``B_e`` is kept by the gradient flow, and each mode ``k`` has one scalar ``b`` per edge:
+
+    tau db_{e,k}/dt = sum_{p in P(e)} b_{p\\e,k} [ s_k(p) - sum_{j in T(t(p))} b_{j,k} d_k(j, p) ]    (Eq. 6)
+
+with ``b_{p,k}`` the product of the ``b_{e,k}`` along ``p`` and ``T(v)`` the paths into output node
+``v``. Output nodes must hold disjoint target features; hidden nodes need a unit per mode.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import sympy
+
+from .correlations import sigma_x, sigma_yx, target_power
+from .errors import DerivationError
+from .graph import module_graph
+from .modes import find_modes, tidy, vanishes
+from .spec import Network, Task
+
+TAU = sympy.Symbol("tau", positive=True)
+
+
+@dataclass(frozen=True)
+class SharedAssumptions:
+    """Whether the shared-edge reduction holds, and the first reason it does not."""
+
+    holds: bool
+    failures: tuple[str, ...]
+
+
+class SharedReduction:
+    """Bases, per-path mode strengths and the Eq. 6 ODEs of a network with shared edges.
+
+    Attributes
+    ----------
+    paths : the graph's paths; ``sigma_yx[p]`` is ``Sigma_yx(p)`` (zero for paths with no data)
+    input_bases, output_bases : ``V_v`` and ``U_v`` per input and output node (columns are modes)
+    singular_values : ``s_k(p)`` per path and mode (``S(p)``'s diagonal)
+    variances : ``d_k(j, p)`` for paths ``j, p`` into one output node that share datapoints
+    strengths : the state, ``b_{e,k}`` for every edge and mode (``b_{edge}.{k}``)
+    rates : ``db_{e,k}/dt`` of Eq. 6, with ``tau``
+    loss : ``L`` as a function of the state
+    """
+
+    def __init__(self, task: Task, network: Network | str):
+        self.task = task
+        self.network = task.network(network) if isinstance(network, str) else network
+        # a module form is a graph of private chains, one path per pathway in order
+        self.graph = self.network.graph or module_graph(self.network.pathways)
+
+    # --- effective datasets -------------------------------------------------------------
+    @cached_property
+    def sigma_yx(self) -> tuple[sympy.ImmutableMatrix, ...]:
+        return tuple(
+            sigma_yx(self.task, p) if p.active else sympy.ImmutableMatrix.zeros(len(p.outputs), len(p.inputs))
+            for p in self.network.pathways
+        )
+
+    @cached_property
+    def _with_data(self) -> tuple[int, ...]:
+        return tuple(p for p, matrix in enumerate(self.sigma_yx) if any(not vanishes(e) for e in matrix))
+
+    def _ends(self, p: int) -> tuple[str, str]:
+        path = self.graph.paths[p]
+        return path.nodes[0], path.nodes[-1]
+
+    # --- bases -----------------------------------------------------------------------
+    @cached_property
+    def _bases(self) -> tuple[dict[str, list[sympy.Matrix]], dict[str, list[sympy.Matrix]], list[str]]:
+        inputs: dict[str, list[sympy.Matrix]] = {}
+        outputs: dict[str, list[sympy.Matrix]] = {}
+        failures: list[str] = []
+        outputs_seen: dict[int, str] = {}
+        for node in self.graph.nodes:
+            if node.role == "output":
+                for f in node.features:
+                    if f in outputs_seen:
+                        failures.append(f"output nodes {outputs_seen[f]} and {node.name} both write target feature {f}")
+                    outputs_seen[f] = node.name
+        pending = list(self._with_data)
+        if not pending:
+            failures.append("no path sees a correlation between its inputs and targets")
+        while pending and not failures:
+            # a new component of the input/output graph: its first path fixes the modes
+            first = pending[0]
+            source, target = self._ends(first)
+            pathway = self.network.pathways[first]
+            modes = find_modes(
+                self.sigma_yx[first],
+                sigma_x(self.task, pathway, pathway),
+                f"network {self.network.name!r} path {pathway.name!r}",
+            )
+            inputs[source] = [sympy.Matrix(m.v) for m in modes]
+            outputs[target] = [sympy.Matrix(m.u) for m in modes]
+            progress = True
+            while progress and not failures:
+                progress = False
+                for p in list(pending):
+                    source, target = self._ends(p)
+                    matrix = sympy.Matrix(self.sigma_yx[p])
+                    if source in inputs and target not in outputs:
+                        outputs[target] = self._propagate(matrix, inputs[source], p, failures)
+                    elif target in outputs and source not in inputs:
+                        inputs[source] = self._propagate(matrix.T, outputs[target], p, failures)
+                    if source in inputs and target in outputs:
+                        pending.remove(p)
+                        progress = True
+        return inputs, outputs, failures
+
+    def _propagate(self, matrix: sympy.Matrix, basis: list[sympy.Matrix], p: int, failures: list[str]):
+        vectors = []
+        for k, vector in enumerate(basis):
+            image = (matrix * vector).applyfunc(tidy)
+            norm2 = tidy((image.T * image)[0, 0])
+            if vanishes(norm2):
+                failures.append(f"path {self.network.pathways[p].name} does not carry mode {k} of its neighbours")
+                return []
+            vectors.append((image / sympy.sqrt(norm2)).applyfunc(tidy))
+        return vectors
+
+    @property
+    def input_bases(self) -> dict[str, sympy.ImmutableMatrix]:
+        return {n: sympy.ImmutableMatrix.hstack(*vs) for n, vs in self._bases[0].items()}
+
+    @property
+    def output_bases(self) -> dict[str, sympy.ImmutableMatrix]:
+        return {n: sympy.ImmutableMatrix.hstack(*us) for n, us in self._bases[1].items()}
+
+    @cached_property
+    def num_modes(self) -> int:
+        return max((len(vs) for vs in self._bases[0].values()), default=0)
+
+    # --- per-path strengths and the checks --------------------------------------------
+    @cached_property
+    def _strengths_and_checks(self):
+        inputs, outputs, failures = self._bases
+        failures = list(failures)
+        singular: dict[int, tuple[sympy.Expr, ...]] = {}
+        variances: dict[tuple[int, int], tuple[sympy.Expr, ...]] = {}
+        if failures:
+            return singular, variances, failures
+        if len({len(vs) for vs in inputs.values()}) > 1:
+            failures.append("components of the graph have different numbers of modes")
+        for p in self._with_data:
+            source, target = self._ends(p)
+            v, u = self.input_bases[source], self.output_bases[target]
+            projected = (u.T * self.sigma_yx[p] * v).applyfunc(tidy)
+            name = self.network.pathways[p].name
+            if any(
+                not vanishes(projected[a, b]) for a in range(projected.rows) for b in range(projected.cols) if a != b
+            ):
+                failures.append(f"path {name}: Sigma_yx is not diagonal in the shared bases")
+            rest = (self.sigma_yx[p] - u * projected * v.T).applyfunc(tidy)
+            if any(not vanishes(e) for e in rest):
+                failures.append(f"path {name}: Sigma_yx has a part outside the shared modes")
+            singular[p] = tuple(projected[k, k] for k in range(projected.rows))
+        for p in self._with_data:
+            for j in range(len(self.graph.paths)):
+                if self._ends(j)[1] != self._ends(p)[1]:
+                    continue
+                both = set(self.network.pathways[j].active) & set(self.network.pathways[p].active)
+                if not both:
+                    continue
+                sj = self._ends(j)[0]
+                if sj not in inputs:
+                    failures.append(
+                        f"path {self.network.pathways[j].name} shares datapoints with a path that learns but has no modes"
+                    )
+                    continue
+                vj, vp = self.input_bases[sj], self.input_bases[self._ends(p)[0]]
+                correlation = sigma_x(self.task, self.network.pathways[j], self.network.pathways[p])
+                d = (vj.T * correlation * vp).applyfunc(tidy)
+                leak = (vj.T * correlation - d * vp.T).applyfunc(tidy)
+                off = any(not vanishes(d[a, b]) for a in range(d.rows) for b in range(d.cols) if a != b)
+                if off or any(not vanishes(e) for e in leak):
+                    failures.append(
+                        f"paths {self.network.pathways[j].name}, {self.network.pathways[p].name}: "
+                        "Sigma_x(j, p) is not diagonal in the shared bases"
+                    )
+                variances[(j, p)] = tuple(d[k, k] for k in range(d.rows))
+        for node in self.graph.nodes:
+            if node.role == "hidden" and node.size < self.num_modes:
+                failures.append(f"hidden node {node.name} has {node.size} units for {self.num_modes} modes")
+        return singular, variances, failures
+
+    @property
+    def assumptions(self) -> SharedAssumptions:
+        failures = tuple(self._strengths_and_checks[2])
+        return SharedAssumptions(not failures, failures)
+
+    def _require(self) -> None:
+        if not self.assumptions.holds:
+            raise DerivationError(
+                f"network {self.network.name!r}: the shared-edge reduction does not hold: {self.assumptions.failures[0]}"
+            )
+
+    @property
+    def singular_values(self) -> dict[int, tuple[sympy.Expr, ...]]:
+        self._require()
+        return self._strengths_and_checks[0]
+
+    @property
+    def variances(self) -> dict[tuple[int, int], tuple[sympy.Expr, ...]]:
+        self._require()
+        return self._strengths_and_checks[1]
+
+    # --- the reduced system -------------------------------------------------------------
+    @cached_property
+    def strengths(self) -> tuple[tuple[sympy.Symbol, ...], ...]:
+        """``b_{e,k}``: one row per edge (``Graph.edges`` order), one column per mode."""
+        return tuple(
+            tuple(sympy.Symbol(f"b_{edge.name}.{k}", real=True) for k in range(self.num_modes))
+            for edge in self.graph.edges
+        )
+
+    def path_strength(self, p: int, k: int, skip: int | None = None) -> sympy.Expr:
+        """``b_{p,k}``: the product of ``b_{e,k}`` along path ``p`` (leaving out edge ``skip``)."""
+        return sympy.Mul(*(self.strengths[e][k] for e in self.graph.paths[p].edges if e != skip))
+
+    def _drive(self, p: int, k: int) -> sympy.Expr:
+        s = self.singular_values.get(p, (0,) * self.num_modes)[k]
+        overlap = sum(
+            (self.path_strength(j, k) * d[k] for (j, q), d in self.variances.items() if q == p),
+            sympy.Integer(0),
+        )
+        return s - overlap
+
+    @cached_property
+    def rates(self) -> tuple[tuple[sympy.Expr, ...], ...]:
+        """``db_{e,k}/dt`` (Eq. 6), rows by edge and columns by mode."""
+        self._require()
+        rows = []
+        for e in range(len(self.graph.edges)):
+            row = []
+            for k in range(self.num_modes):
+                terms = [
+                    self.path_strength(p, k, skip=e) * self._drive(p, k)
+                    for p in self.graph.paths_through[e]
+                    if p in self.singular_values
+                ]
+                row.append(sympy.Add(*terms) / TAU)
+            rows.append(tuple(row))
+        return tuple(rows)
+
+    @cached_property
+    def loss(self) -> sympy.Expr:
+        """``L = tr<yy^T>/2 - sum_{p,k} s_k(p) b_{p,k} + 1/2 sum_{j,p,k} b_{j,k} d_k(j,p) b_{p,k}``."""
+        self._require()
+        total = target_power(self.task) / 2
+        for p, s in self.singular_values.items():
+            total -= sum((s[k] * self.path_strength(p, k) for k in range(self.num_modes)), sympy.Integer(0))
+        for (j, p), d in self.variances.items():
+            total += sum(
+                (self.path_strength(j, k) * d[k] * self.path_strength(p, k) / 2 for k in range(self.num_modes)),
+                sympy.Integer(0),
+            )
+        return total
+
+    def text(self) -> str:
+        """The reduced system as text: bases' sizes, strengths per path, and the ODE of each ``b``."""
+        lines = [f"network {self.network.name}: {len(self.graph.paths)} paths, {self.num_modes} modes"]
+        for p, s in self.singular_values.items():
+            lines.append(f"  path {self.network.pathways[p].name}: s = {list(s)}")
+        for e, edge in enumerate(self.graph.edges):
+            for k in range(self.num_modes):
+                lines.append(f"  tau d b_{edge.name}.{k}/dt = {self.rates[e][k] * TAU}")
+        return "\n".join(lines)
+
+    def latex(self, document: bool = False) -> str:
+        """The reduced system in LaTeX: each path's mode strengths and the ODE of every ``b``
+        (a fragment to ``\\input``, or a complete amsmath document)."""
+        lines = [
+            f"Network \\texttt{{{self.network.name}}}: {len(self.graph.paths)} paths, {self.num_modes} modes; "
+            "$W_e = R_{t(e)} B_e R_{s(e)}^T$ with diagonal $B_e$.",
+            "",
+        ]
+        for p, s in self.singular_values.items():
+            name = self.network.pathways[p].name.replace("_", "\\_")
+            lines.append(f"Path \\texttt{{{name}}}: $S = \\mathrm{{diag}}({', '.join(sympy.latex(v) for v in s)})$.\n")
+        lines.append("\\begin{align*}")
+        rows = []
+        for e in range(len(self.graph.edges)):
+            for k in range(self.num_modes):
+                state = sympy.latex(self.strengths[e][k])
+                rows.append(f"\\tau \\frac{{d {state}}}{{dt}} &= {sympy.latex(sympy.expand(self.rates[e][k] * TAU))}")
+        lines.append(" \\\\\n".join(rows))
+        lines.append("\\end{align*}")
+        body = "\n".join(lines) + "\n"
+        if not document:
+            return body
+        return (
+            "\\documentclass{article}\n\\usepackage{amsmath}\n\\usepackage[margin=2cm]{geometry}\n"
+            "\\allowdisplaybreaks\n\\begin{document}\n" + body + "\\end{document}\n"
+        )

@@ -35,6 +35,10 @@ MAX_EDGES = 10_000
 MAX_PATHS = 1000  # per network, the limit on pathways of the module form
 
 
+#: a gate rule: on where every named label takes one of its values
+Rule = tuple[tuple[str, tuple[int, ...]], ...]
+
+
 @dataclass(frozen=True)
 class Node:
     """A layer: ``size`` units, on at the datapoints ``active``.
@@ -47,6 +51,7 @@ class Node:
     role: str  # "input", "hidden" or "output"
     features: tuple[int, ...]
     active: tuple[int, ...]
+    when: Rule | None = None  # the gate as a rule on labels, when the spec gave one
 
 
 @dataclass(frozen=True)
@@ -56,10 +61,23 @@ class Edge:
     source: str
     target: str
     active: tuple[int, ...]
+    when: Rule | None = None
 
     @property
     def name(self) -> str:
         return f"{self.source}->{self.target}"
+
+
+def gate_at(active: tuple[int, ...], when: Rule | None, num_datapoints: int, labels: Mapping[str, Any]):
+    """0/1 gate values at new datapoints described by ``labels`` (a column per label), for a node
+    or edge whose gate was given over ``num_datapoints`` datapoints: its rule, or always on.
+    ``None`` when the gate was a table that says nothing about other datapoints."""
+    count = len(next(iter(labels.values()))) if labels else 0
+    if when is not None:
+        return tuple(float(all(labels[label][n] in values for label, values in when)) for n in range(count))
+    if len(active) == num_datapoints:
+        return (1.0,) * count
+    return None
 
 
 @dataclass(frozen=True)
@@ -127,6 +145,15 @@ def _datapoints(value, num_datapoints, source, key):
             raise SpecError(source, f"{key}[{i}]", f"index {index} repeated")
         seen.append(index)
     return tuple(sorted(seen))
+
+
+def read_rule(raw: Mapping[str, Any]) -> Rule | None:
+    """The ``when`` rule of a node or edge that :func:`read_gate` has accepted, as a tuple."""
+    if "when" not in raw:
+        return None
+    return tuple(
+        (label, tuple(wanted if isinstance(wanted, list) else [wanted])) for label, wanted in raw["when"].items()
+    )
 
 
 def read_gate(raw: Mapping[str, Any], num_datapoints: int, labels: Mapping[str, tuple[int, ...]], source, prefix):
@@ -215,7 +242,7 @@ def read_graph(
             raise SpecError(source, f"{prefix}.source", f"{start.name!r} is an output node: it has no outgoing edges")
         if end_node.role == "input":
             raise SpecError(source, f"{prefix}.target", f"{end_node.name!r} is an input node: it has no incoming edges")
-        edge = Edge(start.name, end_node.name, read_gate(raw, num_datapoints, labels, source, prefix))
+        edge = Edge(start.name, end_node.name, read_gate(raw, num_datapoints, labels, source, prefix), read_rule(raw))
         if any(e.source == edge.source and e.target == edge.target for e in edges):
             raise SpecError(source, prefix, f"duplicate edge {edge.name}")
         edges.append(edge)
@@ -251,7 +278,7 @@ def _node(raw, prefix, num_datapoints, num_inputs, num_outputs, labels, source) 
         raise SpecError(source, f"{prefix}.size", f"expected a positive number of units, got {size!r}")
     if features and size != len(features):
         raise SpecError(source, f"{prefix}.size", f"{size}, but the node holds {len(features)} features")
-    return Node(node_name, size, role, features, read_gate(raw, num_datapoints, labels, source, prefix))
+    return Node(node_name, size, role, features, read_gate(raw, num_datapoints, labels, source, prefix), read_rule(raw))
 
 
 def _features(value, bound, source, key, what):

@@ -252,7 +252,7 @@ def routing_task(
         signs = [rng.choice((-1, 1)) for _ in range(items)]
         codes.append([[int(signs[a]) if order[a] == k else 0 for k in range(items)] for a in range(items)])
     routes = [(i, (i + r) % domains) for i in range(domains) for r in range(trained)]
-    inputs, targets, source_labels, target_labels = [], [], [], []
+    inputs, targets, source_labels, target_labels, item_labels = [], [], [], [], []
     for i, j in routes:
         for a in range(items):
             row = [0] * (domains * items)
@@ -263,12 +263,13 @@ def routing_task(
             targets.append(out)
             source_labels.append(i)
             target_labels.append(j)
+            item_labels.append(a)
     spec: dict[str, Any] = {
         "title": f"Routing task: {domains} domains, {trained} trained output domains per input domain, {items} items",
         "data": {
             "inputs": inputs,
             "targets": targets,
-            "labels": {"input_domain": source_labels, "output_domain": target_labels},
+            "labels": {"input_domain": source_labels, "output_domain": target_labels, "item": item_labels},
         },
         "training": {
             "learning_rate": learning_rate,

@@ -14,8 +14,8 @@ exact gradient flow on the weights with diffrax, for any graph.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from functools import partial
 
 import diffrax
@@ -23,7 +23,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from derive.graph import Graph
+from derive.errors import GdlnError
+from derive.graph import Graph, gate_at
 
 from .training import TrainingRun, _descend, _mean_squared_loss, seed_keys
 from .types import ArrayLike, Float
@@ -51,8 +52,11 @@ class GraphLayout:
         return tuple((self.sizes[t], self.sizes[s]) for s, t in self.edges)
 
 
-def graph_layout(graph: Graph, num_datapoints: int) -> GraphLayout:
-    """The layout of ``graph`` over ``num_datapoints`` datapoints."""
+def graph_layout(graph: Graph, num_datapoints: int, labels: Mapping[str, Sequence[int]] | None = None) -> GraphLayout:
+    """The layout of ``graph`` over its task's ``num_datapoints`` datapoints, or over new
+    datapoints described by ``labels`` (one column per label), gated by the spec's rules."""
+    if labels is not None:
+        return _layout_at(graph, num_datapoints, labels)
     names = [node.name for node in graph.nodes]
     incoming = {name: [e.source for e in graph.edges if e.target == name] for name in names}
     order: list[str] = []
@@ -76,6 +80,32 @@ def graph_layout(graph: Graph, num_datapoints: int) -> GraphLayout:
         paths=tuple(path.edges for path in graph.paths),
         path_gates=tuple(gate(path.active) for path in graph.paths),
     )
+
+
+def _layout_at(graph: Graph, num_datapoints: int, labels: Mapping[str, Sequence[int]]) -> GraphLayout:
+    base = graph_layout(graph, num_datapoints)
+    by_name = {node.name: node for node in graph.nodes}
+
+    def at(item, what):
+        gate = gate_at(item.active, item.when, num_datapoints, labels)
+        if gate is None:
+            raise GdlnError(
+                f"{what}: its gate is a table over the spec's datapoints; give a rule (when) to use new ones"
+            )
+        return gate
+
+    node_gates = tuple(at(by_name[name], f"node {name}") for name in base.names)
+    edge_gates = tuple(at(edge, f"edge {edge.name}") for edge in graph.edges)
+    count = len(next(iter(labels.values())))
+    path_gates = []
+    for path in graph.paths:
+        gate = np.ones(count)
+        for name in path.nodes:
+            gate = gate * np.array(node_gates[base.names.index(name)])
+        for e in path.edges:
+            gate = gate * np.array(edge_gates[e])
+        path_gates.append(tuple(float(g) for g in gate))
+    return replace(base, node_gates=node_gates, edge_gates=edge_gates, path_gates=tuple(path_gates))
 
 
 def graph_forward(weights: Sequence[jax.Array], inputs, layout: GraphLayout, num_outputs: int):

@@ -9,10 +9,17 @@ from derive.errors import SpecError
 
 from .context_figures import figure3, figure4, figure5
 from .figure2 import figure2
+from .routing_figures import routing_figure
 
-FIGURES = {"figure2": figure2, "figure3": figure3, "figure4": figure4, "figure5": figure5}
+FIGURES = {
+    "figure2": figure2,
+    "figure3": figure3,
+    "figure4": figure4,
+    "figure5": figure5,
+    "routing": routing_figure,
+}
 
-__all__ = ["FIGURES", "figure2", "figure3", "figure4", "figure5", "output_folder", "regenerate"]
+__all__ = ["FIGURES", "figure2", "figure3", "figure4", "figure5", "output_folder", "regenerate", "routing_figure"]
 
 
 def output_folder(out: Path) -> Path:

@@ -127,3 +127,23 @@ def test_routing_m7_decoupled_training_and_sqrt_m():
     for e, kind in enumerate(place):
         if kind == "outer":
             np.testing.assert_allclose(hidden / state[e], np.sqrt(7), rtol=SQRT_M_TOLERANCE)
+
+
+@pytest.mark.slow
+def test_zero_shot_error_falls_with_k_over_m_and_rises_with_init_scale(capsys):
+    """Slides Figures 5c and 6b as monotone trends, seed by seed (M = 4, seeds 0 and 1)."""
+    assert main(["zero-shot", "--domains", "4", "--init-scales", "0.01,0.05,0.2", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    untrained_by_k = np.array([e["untrained"] for e in report["by_trained"]])  # K = 1, 2, 3 x seeds
+    assert np.all(np.diff(untrained_by_k, axis=0) < 0)
+    assert np.all(untrained_by_k[0] > 1.0) and np.all(untrained_by_k[-1] < 1e-3)  # K = 1 never generalises
+    by_scale = report["by_init_scale"]
+    untrained_by_scale = np.array([e["untrained"] for e in by_scale])
+    assert np.all(np.diff(untrained_by_scale, axis=0) > 0)
+    assert np.all(np.array([e["trained"] for e in by_scale]) < 1e-3)  # every scale fits the trained routes
+    # one shared first-layer representation in the race regime, none in the lazy one (Figures 4g, 6c)
+    similarity_by_scale = np.array([e["similarity"] for e in by_scale])
+    assert np.all(np.diff(similarity_by_scale, axis=0) < 0) and np.all(similarity_by_scale[0] > 0.9)
+    similarity_by_k = np.array([e["similarity"] for e in report["by_trained"]])
+    assert np.all(np.diff(similarity_by_k, axis=0) > 0)
+    assert main(["zero-shot", "--domains", "4", "--trained", "0"]) == 2

@@ -10,16 +10,18 @@ system in discrete time is exact: ``max_deviation_decoupled``) and from small ra
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
+import jax.numpy as jnp
 import numpy as np
 
 from derive.errors import SpecError
 from derive.shared import TAU, SharedReduction
-from derive.spec import Task
+from derive.spec import Task, task_from_dict
+from derive.tasks import routing_task
 from numeric.data import NumericDataset
-from numeric.graph_network import graph_layout, train_graph
+from numeric.graph_network import graph_forward, graph_layout, train_graph
 from numeric.shared_flow import SharedFlow
 
 #: a crossing of 10% / 50% of the initial loss, read off per-epoch curves
@@ -66,9 +68,15 @@ def _top_singular_values(matrix: np.ndarray, count: int) -> np.ndarray:
 
 
 def graph_verify_report(
-    task: Task, overrides: Mapping[str, float] | None = None, seeds: int | None = None, epochs: int | None = None
+    task: Task,
+    overrides: Mapping[str, float] | None = None,
+    seeds: int | None = None,
+    epochs: int | None = None,
+    *,
+    curves: bool = False,
 ) -> dict:
-    """Theory against gated graph networks trained from decoupled and from small random weights."""
+    """Theory against gated graph networks trained from decoupled and from small random weights
+    (with ``curves``, every loss curve per epoch too: theory, decoupled, random per seed)."""
     training = task.with_training(seeds=seeds, epochs=epochs).training
     values = task.values(overrides)
     inputs, targets = NumericDataset(task)([values[s] for s in task.parameters])
@@ -109,6 +117,12 @@ def graph_verify_report(
                 "trained": [float(r[-1] / r[0]) for r in random_losses],
             },
         }
+        if curves:
+            entry["curves"] = {
+                "theory": theory.tolist(),
+                "decoupled": decoupled_losses.tolist(),
+                "random": random_losses.tolist(),
+            }
         entry["layer_singular_values"] = _layer_singular_values(
             flow, [np.asarray(w) for w in cast(list, random.final)], b0, training
         )
@@ -188,3 +202,149 @@ def shared_derive_report(task: Task, network: str) -> tuple[dict, SharedReductio
         ]
         report["loss"] = str(reduction.loss)
     return report, reduction
+
+
+ROUTE_LABELS = ("input_domain", "output_domain", "item")
+
+
+def all_routes(task: Task, inputs: np.ndarray, targets: np.ndarray):
+    """Every route ``(i, j)`` of a routing task with every item, trained or not: the input row of
+    item ``a`` in domain ``i`` and the target row of item ``a`` in domain ``j``, read off the
+    training data, with their labels, and a mask of the routes seen in training."""
+    missing = [label for label in ROUTE_LABELS if label not in task.labels]
+    if missing:
+        raise SpecError(
+            task.source, f"data.labels.{missing[0]}", "routes need the labels input_domain, output_domain, item"
+        )
+    source, target, item = (np.asarray(task.labels[label]) for label in ROUTE_LABELS)
+    trained = set(zip(source.tolist(), target.tolist()))
+    rows_x, rows_y, seen = [], [], []
+    labels: dict[str, list[int]] = {label: [] for label in ROUTE_LABELS}
+    for i in sorted(set(source.tolist())):
+        for j in sorted(set(target.tolist())):
+            for a in sorted(set(item.tolist())):
+                rows_x.append(inputs[np.nonzero((source == i) & (item == a))[0][0]])
+                rows_y.append(targets[np.nonzero((target == j) & (item == a))[0][0]])
+                for label, value in zip(ROUTE_LABELS, (i, j, a)):
+                    labels[label].append(value)
+                seen.append((i, j) in trained)
+    return np.array(rows_x), np.array(rows_y), labels, np.array(seen)
+
+
+def route_errors(
+    task: Task, network: str, weights_by_seed: list[np.ndarray], inputs, targets
+) -> dict[str, list[float]]:
+    """Per seed, the loss on trained and on untrained routes over the loss of a zero output there."""
+    graph = task.network(network).graph
+    if graph is None:
+        raise SpecError(task.source, f"network[{network}]", "route errors need a graph network")
+    x, y, labels, seen = all_routes(task, np.asarray(inputs), np.asarray(targets))
+    layout = graph_layout(graph, task.num_datapoints, labels)
+    errors: dict[str, list[float]] = {"trained": [], "untrained": []}
+    for seed in range(weights_by_seed[0].shape[0]):
+        prediction = np.asarray(graph_forward([w[seed] for w in weights_by_seed], jnp.asarray(x), layout, y.shape[1]))
+        squared = np.sum((y - prediction) ** 2, axis=1)
+        baseline = np.sum(y**2, axis=1)
+        for key, mask in (("trained", seen), ("untrained", ~seen)):
+            errors[key].append(float(squared[mask].sum() / baseline[mask].sum()) if mask.any() else float("nan"))
+    return errors
+
+
+#: step of the zero-shot sweeps: stable at every init scale of ZERO_SHOT_INIT_SCALES (0.3 is not at 0.5)
+ZERO_SHOT_LEARNING_RATE = 0.1
+
+
+def cross_domain_similarity(task: Task, network: str, weights_by_seed, inputs, targets) -> list[float]:
+    """Per seed, the mean cosine similarity between the first hidden layer's representations of
+    one item presented to two different input domains (slides' Figures 4g and 6c, off-diagonal
+    blocks of the similarity matrix): near 1 for one shared representation, near 0 for random
+    per-domain ones. The first hidden layer is the target of the edges out of the input nodes."""
+    graph = task.network(network).graph
+    assert graph is not None  # routing candidates are graphs
+    x, _, labels, _ = all_routes(task, np.asarray(inputs), np.asarray(targets))
+    first = {e for e, edge in enumerate(graph.edges) if graph.node(edge.source).role == "input"}
+    layers = {graph.edges[e].target for e in first}
+    source, item = np.asarray(labels["input_domain"]), np.asarray(labels["item"])
+    values = []
+    for seed in range(weights_by_seed[0].shape[0]):
+        # the representation of (domain, item): the layer's activity from its input node alone
+        codes: dict[tuple[int, int], np.ndarray] = {}
+        for n in range(len(x)):
+            key = (int(source[n]), int(item[n]))
+            if key in codes:
+                continue
+            parts = []
+            for layer in sorted(layers):
+                h = np.zeros(graph.node(layer).size)
+                for e in first:
+                    edge = graph.edges[e]
+                    node = graph.node(edge.source)
+                    if (
+                        edge.target == layer
+                        and node.when is not None
+                        and dict(node.when).get("input_domain") == (key[0],)
+                    ):
+                        h = h + weights_by_seed[e][seed] @ x[n][list(node.features)]
+                parts.append(h)
+            codes[key] = np.concatenate(parts)
+        similarities = []
+        for (i, a), h in codes.items():
+            for (j, b), g in codes.items():
+                if a == b and i < j:
+                    norm = np.linalg.norm(h) * np.linalg.norm(g)
+                    similarities.append(float(h @ g / norm) if norm > 0 else 0.0)
+        values.append(float(np.mean(similarities)) if similarities else float("nan"))
+    return values
+
+
+ZERO_SHOT_INIT_SCALES = (0.01, 0.05, 0.1, 0.2, 0.3)
+
+
+def zero_shot_report(
+    domains: int,
+    trained: Sequence[int] | None = None,
+    init_scales: Sequence[float] = ZERO_SHOT_INIT_SCALES,
+    *,
+    seeds: int = 2,
+    network: str = "share-all",
+    epochs: int = 3000,
+    learning_rate: float = ZERO_SHOT_LEARNING_RATE,
+    scale_trained: int | None = None,
+    curves: bool = False,
+) -> dict:
+    """Error on trained and untrained routes of ``network`` trained from random weights (seeds
+    0..seeds-1), over K = ``trained`` (default 1..M-1, at init scale 0.02: slides' Figure 5c) and
+    over ``init_scales`` (at K = ``scale_trained``, default M // 2: Figure 6b). Errors are the
+    loss over the loss of a zero output on the same routes; ``curves`` adds the training losses."""
+    trained = list(trained or range(1, domains))
+    scale_trained = scale_trained or max(1, domains // 2)
+    if not 1 <= scale_trained < domains:
+        raise SpecError("zero-shot", "--scale-trained", f"needs 1 <= K < domains ({domains}) to leave untrained routes")
+
+    def run(k: int, scale: float) -> dict[str, Any]:
+        spec = routing_task(domains, k, init_scale=scale, learning_rate=learning_rate, epochs=epochs)
+        task = task_from_dict(spec, source=f"routing M={domains} K={k}")
+        inputs, targets = NumericDataset(task)([])
+        graph = task.network(network).graph
+        assert graph is not None  # routing candidates are graphs
+        layout = graph_layout(graph, task.num_datapoints)
+        result = train_graph(inputs, targets, layout, learning_rate, epochs, init_scale=scale, seeds=list(range(seeds)))
+        finals = [np.asarray(w) for w in cast(list, result.final)]
+        found: dict[str, Any] = dict(route_errors(task, network, finals, inputs, targets))
+        found["similarity"] = cross_domain_similarity(task, network, finals, inputs, targets)
+        if curves:
+            found["curves"] = np.asarray(result.losses).tolist()
+        return found
+
+    by_k = [{"trained_domains": k, "fraction": k / domains, **run(k, 0.02)} for k in trained]
+    by_scale = [{"init_scale": scale, **run(scale_trained, scale)} for scale in init_scales]
+    return {
+        "domains": domains,
+        "network": network,
+        "seeds": seeds,
+        "epochs": epochs,
+        "learning_rate": learning_rate,
+        "scale_trained_domains": scale_trained,
+        "by_trained": by_k,
+        "by_init_scale": by_scale,
+    }

@@ -92,6 +92,11 @@ class SharedReduction:
         pending = list(self._with_data)
         if not pending:
             failures.append("no path sees a correlation between its inputs and targets")
+        screened = self._numeric_screen() if pending and not failures else None
+        if screened:
+            # exact propagation through algebraic modes of high degree can take hours; a basis that
+            # fails in floating point fails exactly too, so say so now (holding is checked exactly)
+            failures.append(screened + " (found in floating point, at the parameters' default values)")
         while pending and not failures:
             # a new component of the input/output graph: its first path fixes the modes
             first = pending[0]
@@ -118,6 +123,55 @@ class SharedReduction:
                         pending.remove(p)
                         progress = True
         return inputs, outputs, failures
+
+    def _numeric_screen(self) -> str | None:
+        """The first failure of the bases in float64 (relative tolerance 1e-8), or None."""
+        import numpy as np
+
+        values = dict(self.task.parameters)
+
+        def number(matrix) -> np.ndarray:
+            return np.array(sympy.Matrix(matrix).subs(values).evalf(17).tolist(), dtype=float)
+
+        correlations = {p: number(self.sigma_yx[p]) for p in self._with_data}
+        scale = max(float(np.abs(m).max()) for m in correlations.values())
+        tolerance = 1e-8 * scale
+        first = self._with_data[0]
+        u, singular, vt = np.linalg.svd(correlations[first])
+        rank = int(np.sum(singular > tolerance))
+        inputs: dict[str, np.ndarray] = {self._ends(first)[0]: vt[:rank].T}
+        outputs: dict[str, np.ndarray] = {self._ends(first)[1]: u[:, :rank]}
+        pending = list(self._with_data)
+        progress = True
+        while progress:
+            progress = False
+            for p in list(pending):
+                source, target = self._ends(p)
+                if source in inputs and target not in outputs:
+                    image = correlations[p] @ inputs[source]
+                    norms = np.linalg.norm(image, axis=0)
+                    if np.any(norms <= tolerance):
+                        return f"path {self.network.pathways[p].name} does not carry every mode of its neighbours"
+                    outputs[target] = image / norms
+                elif target in outputs and source not in inputs:
+                    image = correlations[p].T @ outputs[target]
+                    norms = np.linalg.norm(image, axis=0)
+                    if np.any(norms <= tolerance):
+                        return f"path {self.network.pathways[p].name} does not carry every mode of its neighbours"
+                    inputs[source] = image / norms
+                if source in inputs and target in outputs:
+                    pending.remove(p)
+                    progress = True
+        for p in self._with_data:
+            source, target = self._ends(p)
+            if source not in inputs or target not in outputs:
+                continue  # another component: the exact pass handles it
+            projected = outputs[target].T @ correlations[p] @ inputs[source]
+            rest = correlations[p] - outputs[target] @ projected @ inputs[source].T
+            off = projected - np.diag(np.diag(projected)) if projected.shape[0] == projected.shape[1] else projected
+            if np.abs(off).max(initial=0.0) > tolerance or np.abs(rest).max(initial=0.0) > tolerance:
+                return f"path {self.network.pathways[p].name}: Sigma_yx is not diagonal in the shared bases"
+        return None
 
     def _propagate(self, matrix: sympy.Matrix, basis: list[sympy.Matrix], p: int, failures: list[str]):
         vectors = []

@@ -197,3 +197,52 @@ def gdln_hidden(params, inputs, layout: GdlnLayout):
             hidden = hidden @ w.T
         columns.append(jnp.array(layout.gates[p])[:, None] * hidden)
     return jnp.concatenate(columns, axis=1)
+
+
+def deep_relu_forward(params, inputs):
+    """``yhat = W_L relu(... relu(W_1 x))``: ReLU after every hidden layer, linear output, no biases."""
+    hidden = inputs
+    for w in params[:-1]:
+        hidden = jax.nn.relu(hidden @ w.T)
+    return hidden @ params[-1].T
+
+
+@partial(jax.jit, static_argnames=("widths",))
+def _initial_deep(keys, widths, init_scale):
+    def one(key):
+        parts = jax.random.split(key, len(widths) - 1)
+        return [
+            init_scale * jax.random.normal(k, (widths[i + 1], widths[i]), dtype=jnp.float64)
+            for i, k in enumerate(parts)
+        ]
+
+    return jax.vmap(one)(keys)
+
+
+@partial(jax.jit, static_argnames=("epochs",))
+def _descend_deep(initial, inputs, targets, learning_rate, epochs):
+    def one(params):
+        loss_fn = lambda p: _mean_squared_loss(deep_relu_forward(p, inputs), targets)  # noqa: E731
+        final, losses = _descend(loss_fn, params, learning_rate, epochs)
+        return losses, final
+
+    return jax.vmap(one)(initial)
+
+
+def train_deep_relu(
+    inputs: Float[ArrayLike, "N inp"],
+    targets: Float[ArrayLike, "N out"],
+    hidden: Sequence[int],
+    init_scale: float,
+    learning_rate: float,
+    epochs: int,
+    seeds: Sequence[int],
+) -> TrainingRun:
+    """Train a ReLU network with hidden layers of widths ``hidden`` once per seed (i.i.d. normal
+    initial weights of standard deviation ``init_scale``)."""
+    inputs = jnp.asarray(inputs, jnp.float64)
+    targets = jnp.asarray(targets, jnp.float64)
+    widths = (inputs.shape[1], *hidden, targets.shape[1])
+    initial = _initial_deep(seed_keys(seeds), widths, float(init_scale))
+    losses, final = _descend_deep(initial, inputs, targets, float(learning_rate), epochs)
+    return TrainingRun(losses, initial, final)

@@ -9,6 +9,7 @@ from derive.errors import SpecError
 
 from .context_figures import figure3, figure4, figure5
 from .figure2 import figure2
+from .figure6 import figure6
 from .routing_figures import routing_figure
 
 FIGURES = {
@@ -16,10 +17,21 @@ FIGURES = {
     "figure3": figure3,
     "figure4": figure4,
     "figure5": figure5,
+    "figure6": figure6,
     "routing": routing_figure,
 }
 
-__all__ = ["FIGURES", "figure2", "figure3", "figure4", "figure5", "output_folder", "regenerate", "routing_figure"]
+__all__ = [
+    "FIGURES",
+    "figure2",
+    "figure3",
+    "figure4",
+    "figure5",
+    "figure6",
+    "output_folder",
+    "regenerate",
+    "routing_figure",
+]
 
 
 def output_folder(out: Path) -> Path:

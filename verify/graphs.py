@@ -348,3 +348,78 @@ def zero_shot_report(
         "by_trained": by_k,
         "by_init_scale": by_scale,
     }
+
+
+def _nearest_the_mean(curves: np.ndarray) -> int:
+    """The run whose loss curve is closest (in the mean squared difference) to the mean curve."""
+    return int(np.argmin(np.mean((curves - curves.mean(axis=0)) ** 2, axis=1)))
+
+
+def depth_report(task: Task, network: str, seeds: int | None = None, epochs: int | None = None) -> dict:
+    """Paper Section 6: a ReLU network with two hidden layers of ``training.hidden_units`` units
+    against the GDLN ``network`` (a graph), both trained from random weights over seeds 0..seeds-1.
+
+    Reports per-epoch mean and spread of both, the runs nearest their means and the largest
+    difference between those runs and between the means (over the initial loss), the ReLU
+    network's gates (first layer: fraction of units on at every datapoint; second layer: the
+    distinct on-patterns of units that carry output) and how many of those patterns one ReLU
+    unit on the inputs could not make (where depth breaks Lemma 4.1)."""
+    from numeric.training import train_deep_relu
+
+    from .realizability import realizable
+
+    training = task.with_training(seeds=seeds, epochs=epochs).training
+    graph = task.network(network).graph
+    if graph is None:
+        raise SpecError(task.source, f"network[{network}]", "the depth comparison needs a graph network")
+    inputs, targets = NumericDataset(task)([float(v) for v in task.parameters.values()])
+    hidden = training.hidden_units
+    seed_list = list(range(training.seeds))
+    relu = train_deep_relu(
+        inputs, targets, (hidden, hidden), training.init_scale, training.learning_rate, training.epochs, seed_list
+    )
+    gdln = train_graph(
+        inputs,
+        targets,
+        graph_layout(graph, task.num_datapoints),
+        training.learning_rate,
+        training.epochs,
+        init_scale=training.init_scale,
+        seeds=seed_list,
+    )
+    curves = {"relu": np.asarray(relu.losses), "gdln": np.asarray(gdln.losses)}
+    initial = float(curves["relu"][:, 0].mean())
+    nearest = {name: _nearest_the_mean(c) for name, c in curves.items()}
+    typical = {name: curves[name][nearest[name]] for name in curves}
+    x = np.asarray(inputs)
+    w1, w2, w3 = (np.asarray(w) for w in cast(list, relu.final))
+    first_on, patterns, unrealizable = [], [], []
+    for seed in seed_list:
+        layer1 = x @ w1[seed].T
+        first_on.append(float(np.mean(np.all(layer1 > 0, axis=0))))
+        layer2 = np.maximum(layer1, 0) @ w2[seed].T
+        carries = np.linalg.norm(w3[seed], axis=0) > 0.01 * np.linalg.norm(w3[seed], axis=0).max()
+        found = {tuple(np.nonzero(layer2[:, u] > 0)[0]) for u in np.nonzero(carries)[0]}
+        found.discard(())
+        patterns.append(len(found))
+        unrealizable.append(sum(1 for pattern in found if not realizable(x, pattern)[0]))
+    return {
+        "network": network,
+        "seeds": training.seeds,
+        "epochs": training.epochs,
+        "hidden_units": hidden,
+        "init_scale": training.init_scale,
+        "initial_loss": initial,
+        "mean": {name: c.mean(axis=0).tolist() for name, c in curves.items()},
+        "spread": {name: c.std(axis=0).tolist() for name, c in curves.items()},
+        "nearest_the_mean": nearest,
+        "typical": {name: c.tolist() for name, c in typical.items()},
+        "max_deviation_typical": float(np.max(np.abs(typical["relu"] - typical["gdln"])) / initial),
+        "max_deviation_mean": float(
+            np.max(np.abs(curves["relu"].mean(axis=0) - curves["gdln"].mean(axis=0))) / initial
+        ),
+        "max_spread": {name: float(c.std(axis=0).max() / initial) for name, c in curves.items()},
+        "first_layer_always_on": first_on,
+        "second_layer_patterns": patterns,
+        "second_layer_patterns_one_layer_cannot_make": unrealizable,
+    }

@@ -128,25 +128,6 @@ class Graph:
         return max(len(path.edges) for path in self.paths)
 
 
-def _datapoints(value, num_datapoints, source, key):
-    if not isinstance(value, list) or not value:
-        raise SpecError(source, key, "expected a non-empty list of datapoint indices")
-    seen: list[int] = []
-    for i, index in enumerate(value):
-        if isinstance(index, bool) or not isinstance(index, int):
-            raise SpecError(source, f"{key}[{i}]", f"expected an integer index, got {index!r}")
-        if not 0 <= index < num_datapoints:
-            raise SpecError(
-                source,
-                f"{key}[{i}]",
-                f"index {index} out of range: there are {num_datapoints} datapoints (0..{num_datapoints - 1})",
-            )
-        if index in seen:
-            raise SpecError(source, f"{key}[{i}]", f"index {index} repeated")
-        seen.append(index)
-    return tuple(sorted(seen))
-
-
 def read_rule(raw: Mapping[str, Any]) -> Rule | None:
     """The ``when`` rule of a node or edge that :func:`read_gate` has accepted, as a tuple."""
     if "when" not in raw:
@@ -166,7 +147,7 @@ def read_gate(raw: Mapping[str, Any], num_datapoints: int, labels: Mapping[str, 
     key = f"{prefix}.{given[0]}"
     value = raw[given[0]]
     if given[0] == "active":
-        return _datapoints(value, num_datapoints, source, key)
+        return tuple(sorted(index_list(value, num_datapoints, source, key, "datapoint")))
     if given[0] == "gate":
         if not isinstance(value, list) or len(value) != num_datapoints:
             found = f"{len(value)} entries" if isinstance(value, list) else type(value).__name__
@@ -270,7 +251,7 @@ def _node(raw, prefix, num_datapoints, num_inputs, num_outputs, labels, source) 
     ):
         if key in raw:
             role = kind
-            features = _features(raw[key], bound, source, f"{prefix}.{key}", what)
+            features = index_list(raw[key], bound, source, f"{prefix}.{key}", what)
     size = raw.get("size", len(features) if features else None)
     if size is None:
         raise SpecError(source, f"{prefix}.size", f"hidden node {node_name!r} needs a size (number of units)")
@@ -281,10 +262,12 @@ def _node(raw, prefix, num_datapoints, num_inputs, num_outputs, labels, source) 
     return Node(node_name, size, role, features, read_gate(raw, num_datapoints, labels, source, prefix), read_rule(raw))
 
 
-def _features(value, bound, source, key, what):
+def index_list(value, bound, source, key, what):
+    """A non-empty list of distinct integer indices below ``bound``, in the order given (for the
+    module form's and the graph form's datapoint and feature lists alike)."""
     if not isinstance(value, list) or not value:
         raise SpecError(source, key, f"expected a non-empty list of {what} indices")
-    seen = []
+    indices = []
     for i, index in enumerate(value):
         if isinstance(index, bool) or not isinstance(index, int):
             raise SpecError(source, f"{key}[{i}]", f"expected an integer index, got {index!r}")
@@ -292,10 +275,10 @@ def _features(value, bound, source, key, what):
             raise SpecError(
                 source, f"{key}[{i}]", f"index {index} out of range: there are {bound} {what}s (0..{bound - 1})"
             )
-        if index in seen:
+        if index in indices:
             raise SpecError(source, f"{key}[{i}]", f"index {index} repeated")
-        seen.append(index)
-    return tuple(seen)
+        indices.append(index)
+    return tuple(indices)
 
 
 def _topological_order(nodes, edges, name, source) -> dict[str, int]:

@@ -22,7 +22,7 @@ import sympy
 
 from .errors import SpecError
 from .expressions import ALLOWED_CONSTANTS, ALLOWED_FUNCTIONS, EvaluationError, evaluate, exact_number, parse_value
-from .graph import Graph, read_graph
+from .graph import Graph, index_list, read_graph
 
 TOP_LEVEL_KEYS = {"title", "parameters", "data", "training", "network"}
 TRAINING_DEFAULTS = {
@@ -445,23 +445,6 @@ def _read_training(table, source):
     return Training(**settings)
 
 
-def _index_list(value, bound, source, key, what):
-    if not isinstance(value, list) or not value:
-        raise SpecError(source, key, f"expected a non-empty list of {what} indices")
-    indices = []
-    for i, index in enumerate(value):
-        if isinstance(index, bool) or not isinstance(index, int):
-            raise SpecError(source, f"{key}[{i}]", f"expected an integer index, got {index!r}")
-        if not 0 <= index < bound:
-            raise SpecError(
-                source, f"{key}[{i}]", f"index {index} out of range: there are {bound} {what}s (0..{bound - 1})"
-            )
-        if index in indices:
-            raise SpecError(source, f"{key}[{i}]", f"index {index} repeated")
-        indices.append(index)
-    return tuple(indices)
-
-
 def _read_networks(entries, num_datapoints, num_inputs, num_outputs, training, labels, source):
     if not isinstance(entries, list):
         raise SpecError(source, "network", "expected an array of tables [[network]]")
@@ -508,21 +491,21 @@ def _read_networks(entries, num_datapoints, num_inputs, num_outputs, training, l
             pathways.append(
                 Pathway(
                     name=pname,
-                    active=_index_list(
+                    active=index_list(
                         raw.get("active", list(range(num_datapoints))),
                         num_datapoints,
                         source,
                         f"{prefix}.active",
                         "datapoint",
                     ),
-                    inputs=_index_list(
+                    inputs=index_list(
                         raw.get("inputs", list(range(num_inputs))),
                         num_inputs,
                         source,
                         f"{prefix}.inputs",
                         "input feature",
                     ),
-                    outputs=_index_list(
+                    outputs=index_list(
                         raw.get("outputs", list(range(num_outputs))),
                         num_outputs,
                         source,

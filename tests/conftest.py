@@ -11,6 +11,22 @@ ROOT = Path(__file__).resolve().parent.parent
 XOR_SPEC = ROOT / "examples" / "xor.toml"
 
 
+def pytest_addoption(parser):
+    parser.addoption(
+        "--exhaustive", action="store_true", help="also run the exhaustive tier (K = 5 race; README, Tests)"
+    )
+
+
+def pytest_collection_modifyitems(config, items):
+    # the exhaustive tier repeats a checked claim at a larger size; CI's 20 minutes leave it out
+    if config.getoption("--exhaustive"):
+        return
+    skip = pytest.mark.skip(reason="exhaustive tier: run with --exhaustive")
+    for item in items:
+        if "exhaustive" in item.keywords:
+            item.add_marker(skip)
+
+
 @pytest.fixture(scope="session")
 def xor_task():
     return load_spec(XOR_SPEC)

@@ -35,7 +35,7 @@ def test_section4_race_ranks_common_plus_2_first(capsys):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("contexts", [4, 5])
+@pytest.mark.parametrize("contexts", [4, pytest.param(5, marks=pytest.mark.exhaustive)])
 def test_section5_race_ranks_common_plus_k_minus_1_first(capsys, contexts):
     report = _race(capsys, f"section5_k{contexts}.toml")
     assert report["winner"] == f"common+{contexts - 1}"

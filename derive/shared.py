@@ -69,7 +69,8 @@ class SharedReduction:
         )
 
     @cached_property
-    def _with_data(self) -> tuple[int, ...]:
+    def paths_with_data(self) -> tuple[int, ...]:
+        """Positions of the paths whose ``Sigma_yx`` is not zero (untrained routes have none)."""
         return tuple(p for p, matrix in enumerate(self.sigma_yx) if any(not vanishes(e) for e in matrix))
 
     def _ends(self, p: int) -> tuple[str, str]:
@@ -89,7 +90,7 @@ class SharedReduction:
                     if f in outputs_seen:
                         failures.append(f"output nodes {outputs_seen[f]} and {node.name} both write target feature {f}")
                     outputs_seen[f] = node.name
-        pending = list(self._with_data)
+        pending = list(self.paths_with_data)
         if not pending:
             failures.append("no path sees a correlation between its inputs and targets")
         screened = self._numeric_screen() if pending and not failures else None
@@ -133,15 +134,15 @@ class SharedReduction:
         def number(matrix) -> np.ndarray:
             return np.array(sympy.Matrix(matrix).subs(values).evalf(17).tolist(), dtype=float)
 
-        correlations = {p: number(self.sigma_yx[p]) for p in self._with_data}
+        correlations = {p: number(self.sigma_yx[p]) for p in self.paths_with_data}
         scale = max(float(np.abs(m).max()) for m in correlations.values())
         tolerance = 1e-8 * scale
-        first = self._with_data[0]
+        first = self.paths_with_data[0]
         u, singular, vt = np.linalg.svd(correlations[first])
         rank = int(np.sum(singular > tolerance))
         inputs: dict[str, np.ndarray] = {self._ends(first)[0]: vt[:rank].T}
         outputs: dict[str, np.ndarray] = {self._ends(first)[1]: u[:, :rank]}
-        pending = list(self._with_data)
+        pending = list(self.paths_with_data)
         progress = True
         while progress:
             progress = False
@@ -162,7 +163,7 @@ class SharedReduction:
                 if source in inputs and target in outputs:
                     pending.remove(p)
                     progress = True
-        for p in self._with_data:
+        for p in self.paths_with_data:
             source, target = self._ends(p)
             if source not in inputs or target not in outputs:
                 continue  # another component: the exact pass handles it
@@ -207,7 +208,7 @@ class SharedReduction:
             return singular, variances, failures
         if len({len(vs) for vs in inputs.values()}) > 1:
             failures.append("components of the graph have different numbers of modes")
-        for p in self._with_data:
+        for p in self.paths_with_data:
             source, target = self._ends(p)
             v, u = self.input_bases[source], self.output_bases[target]
             projected = (u.T * self.sigma_yx[p] * v).applyfunc(tidy)
@@ -220,7 +221,7 @@ class SharedReduction:
             if any(not vanishes(e) for e in rest):
                 failures.append(f"path {name}: Sigma_yx has a part outside the shared modes")
             singular[p] = tuple(projected[k, k] for k in range(projected.rows))
-        for p in self._with_data:
+        for p in self.paths_with_data:
             for j in range(len(self.graph.paths)):
                 if self._ends(j)[1] != self._ends(p)[1]:
                     continue

@@ -182,7 +182,7 @@ def shared_derive_report(task: Task, network: str) -> tuple[dict, SharedReductio
     report: dict[str, Any] = {
         "network": network,
         "paths": len(reduction.graph.paths),
-        "paths_with_data": len(reduction._with_data),
+        "paths_with_data": len(reduction.paths_with_data),
         "modes": reduction.num_modes,
         "shared_edges": [reduction.graph.edges[e].name for e in reduction.graph.shared_edges],
         "assumptions": {"holds": assumptions.holds, "failures": list(assumptions.failures)},

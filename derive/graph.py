@@ -161,16 +161,16 @@ def read_gate(raw: Mapping[str, Any], num_datapoints: int, labels: Mapping[str, 
     else:
         if not isinstance(value, Mapping) or not value:
             raise SpecError(source, key, "expected a table of label = value (or list of values)")
-        on = tuple(range(num_datapoints))
         for label, wanted in value.items():
             if label not in labels:
                 known = ", ".join(sorted(labels)) or "none (give them in data.labels)"
                 raise SpecError(source, f"{key}.{label}", f"unknown label (known: {known})")
-            choices = wanted if isinstance(wanted, list) else [wanted]
-            for choice in choices:
+            for choice in wanted if isinstance(wanted, list) else [wanted]:
                 if isinstance(choice, bool) or not isinstance(choice, int):
                     raise SpecError(source, f"{key}.{label}", f"expected an integer label value, got {choice!r}")
-            on = tuple(n for n in on if labels[label][n] in choices)
+        # the rule is evaluated where it is at new datapoints too: gate_at
+        gates = gate_at((), read_rule(raw), num_datapoints, labels)
+        on = tuple(n for n, g in enumerate(gates or ()) if g)
     if not on:
         raise SpecError(source, key, "off at every datapoint: nothing can flow through it")
     return on

@@ -3,7 +3,7 @@
 One hand-off: the rates and the loss are lambdified and jitted once per reduction. The state
 ``b`` is the reduction's ``strengths`` flattened edge by edge (``b[e * modes + k]``).
 
-- :meth:`SharedFlow.descent_losses`: the reduced system in discrete time, one gradient step per
+- :meth:`SharedFlow.descent`: the reduced system in discrete time, one gradient step per
   epoch, ``b <- b + eta tau db/dt``. Gradient descent from :meth:`decoupled_weights` stays
   decoupled, so this is the trained network's loss, epoch by epoch, up to rounding.
 - :meth:`SharedFlow.flow_losses`: the continuous-time race (diffrax, Tsit5).
@@ -18,7 +18,7 @@ silent alignment of deep paths (the deviation from random weights is reported, n
 from __future__ import annotations
 
 from collections.abc import Mapping
-from functools import partial
+from functools import cached_property, partial
 
 import jax
 import jax.numpy as jnp
@@ -62,15 +62,11 @@ class SharedFlow:
             strengths.append(np.sqrt(formulas.expected_initial_strength(hidden, init_scale)))
         return np.repeat(strengths, self.modes)
 
-    def descent_losses(self, b0, learning_rate: float, epochs: int) -> np.ndarray:
-        """Loss at epochs ``0..epochs`` of the reduced system under gradient descent."""
-        return np.asarray(
-            _descend(self._rates, self._loss, jnp.asarray(b0), learning_rate, epochs, tuple(self._values))
-        )
-
-    def descent_states(self, b0, learning_rate: float, epochs: int) -> np.ndarray:
-        """``b`` after ``epochs`` steps of gradient descent on the reduced system."""
-        return np.asarray(_final(self._rates, jnp.asarray(b0), learning_rate, epochs, tuple(self._values)))
+    def descent(self, b0, learning_rate: float, epochs: int) -> tuple[np.ndarray, np.ndarray]:
+        """Loss at epochs ``0..epochs`` of the reduced system under gradient descent, and ``b``
+        after the last step."""
+        losses, final = _descend(self._rates, self._loss, jnp.asarray(b0), learning_rate, epochs, tuple(self._values))
+        return np.asarray(losses), np.asarray(final)
 
     def flow_losses(self, b0, ts, learning_rate: float) -> np.ndarray:
         """Loss at epochs ``ts`` of the continuous-time race from ``b0`` at ``ts[0]``."""
@@ -78,12 +74,16 @@ class SharedFlow:
         states = integrate_ode(self._ode, jnp.asarray(b0), ts, args, rtol=1e-10, atol=1e-14)
         return np.asarray(jax.vmap(lambda b: self._loss(*b, *self._values))(states))
 
+    @cached_property
+    def _bases(self) -> dict[str, np.ndarray]:
+        """``V_v`` and ``U_v`` as float arrays, by node name (evaluated once)."""
+        exact = {**self.reduction.input_bases, **self.reduction.output_bases}
+        return {name: np.array(matrix.evalf(30).tolist(), dtype=float) for name, matrix in exact.items()}
+
     def decoupled_weights(self, b) -> list[np.ndarray]:
         """``W_e = R_t diag(b_e) R_s^T`` per edge: ``R`` is ``V_v`` at input nodes, ``U_v`` at output
         nodes and the first unit vectors at hidden nodes (mode ``k`` on hidden unit ``k``)."""
-        bases = {}
-        for name, matrix in {**self.reduction.input_bases, **self.reduction.output_bases}.items():
-            bases[name] = np.array(matrix.evalf(30).tolist(), dtype=float)
+        bases = self._bases
         b = np.asarray(b).reshape(len(self.graph.edges), self.modes)
         weights = []
         for e, edge in enumerate(self.graph.edges):
@@ -103,15 +103,4 @@ def _descend(rates, loss, b0, learning_rate, epochs, values):
         return b + rates(*b, tau, *values), loss(*b, *values)  # dt = 1 epoch: b += eta G(b)
 
     final, history = jax.lax.scan(step, b0, None, length=epochs)
-    return jnp.concatenate([history, loss(*final, *values)[None]])
-
-
-@partial(jax.jit, static_argnums=(0, 3, 4))
-def _final(rates, b0, learning_rate, epochs, values):
-    tau = 1.0 / learning_rate
-
-    def step(b, _):
-        return b + rates(*b, tau, *values), None
-
-    final, _ = jax.lax.scan(step, b0, None, length=epochs)
-    return final
+    return jnp.concatenate([history, loss(*final, *values)[None]]), final

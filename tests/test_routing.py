@@ -109,7 +109,7 @@ def test_routing_m7_decoupled_training_and_sqrt_m():
     inputs, targets = NumericDataset(task)([])
     b0 = flow.balanced_state(task.training.init_scale)
     epochs = 1500
-    theory = flow.descent_losses(b0, task.training.learning_rate, epochs)
+    theory, final_state = flow.descent(b0, task.training.learning_rate, epochs)
     layout = graph_layout(flow.graph, task.num_datapoints)
     run = train_graph(
         inputs,
@@ -121,7 +121,7 @@ def test_routing_m7_decoupled_training_and_sqrt_m():
     )
     assert np.max(np.abs(theory - np.asarray(run.losses[0]))) / theory[0] < DECOUPLED_TOLERANCE
     assert theory[-1] < 1e-3 * theory[0]
-    state = flow.descent_states(b0, task.training.learning_rate, epochs).reshape(len(flow.graph.edges), flow.modes)
+    state = final_state.reshape(len(flow.graph.edges), flow.modes)
     place = ["hidden" if "h0a->h0b" == e.name else "outer" for e in flow.graph.edges]
     hidden = state[place.index("hidden")]
     for e, kind in enumerate(place):

@@ -46,7 +46,7 @@ def shared_race_report(task: Task, overrides: Mapping[str, float] | None = None)
     entries = []
     for name, flow in _flows(task, values).items():
         b0 = flow.balanced_state(training.init_scale)
-        losses = flow.descent_losses(b0, training.learning_rate, training.epochs)
+        losses, _ = flow.descent(b0, training.learning_rate, training.epochs)
         entry: dict[str, Any] = {"name": name, "paths": len(flow.graph.paths), "modes": flow.modes}
         entry.update({key: _crossing(losses, level) for key, level in LEVELS.items()})
         entry["final_loss"] = float(losses[-1] / losses[0])
@@ -86,7 +86,7 @@ def graph_verify_report(
         assert network.graph is not None or not network.shared
         layout = graph_layout(flow.graph, task.num_datapoints)
         b0 = flow.balanced_state(training.init_scale)
-        theory = flow.descent_losses(b0, training.learning_rate, training.epochs)
+        theory, theory_state = flow.descent(b0, training.learning_rate, training.epochs)
         decoupled = train_graph(
             inputs,
             targets,
@@ -124,7 +124,7 @@ def graph_verify_report(
                 "random": random_losses.tolist(),
             }
         entry["layer_singular_values"] = _layer_singular_values(
-            flow, [np.asarray(w) for w in cast(list, random.final)], b0, training
+            flow, [np.asarray(w) for w in cast(list, random.final)], theory_state
         )
         entries.append(entry)
 
@@ -150,14 +150,14 @@ def graph_verify_report(
     }
 
 
-def _layer_singular_values(flow: SharedFlow, finals: list[np.ndarray], b0, training) -> dict[str, Any]:
+def _layer_singular_values(flow: SharedFlow, finals: list[np.ndarray], theory_state: np.ndarray) -> dict[str, Any]:
     """Mean over seeds of the top singular values of each edge's trained weights, by the edge's
     place (from an input node, between hidden nodes, into an output node), and the theory's
-    ``b_e`` at the end of the run."""
+    ``b_e`` at the end of the run (``theory_state``)."""
     graph = flow.graph
     places: dict[str, list[np.ndarray]] = {"input": [], "hidden": [], "output": []}
     theory: dict[str, list[np.ndarray]] = {"input": [], "hidden": [], "output": []}
-    state = flow.descent_states(b0, training.learning_rate, training.epochs).reshape(len(graph.edges), flow.modes)
+    state = theory_state.reshape(len(graph.edges), flow.modes)
     for e, edge in enumerate(graph.edges):
         source, target = graph.node(edge.source), graph.node(edge.target)
         place = "input" if source.role == "input" else "output" if target.role == "output" else "hidden"

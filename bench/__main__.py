@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -32,15 +33,16 @@ import jax.numpy as jnp
 import numpy as np
 
 from bench.bench_race import timed  # best of a few runs, blocked until ready
+from derive.cache import CACHE_ENV
 from numeric.precision import use_x64
 
 ROOT = Path(__file__).resolve().parent.parent
 SECTION4 = ROOT / "examples" / "section4_context.toml"
 
 
-def matmul_peak(size: int = 1024) -> float:
-    """float64 GFLOP/s of one large square matrix product on this machine, now."""
-    a = jax.random.normal(jax.random.PRNGKey(0), (size, size), dtype=jnp.float64)
+def matmul_peak(dtype, size: int = 1024) -> float:
+    """GFLOP/s of one large square matrix product in ``dtype`` on this machine, now."""
+    a = jax.random.normal(jax.random.PRNGKey(0), (size, size), dtype=dtype)
     product = jax.jit(lambda m: m @ m)
     product(a).block_until_ready()
     return 2 * size**3 / timed(lambda: product(a), repeat=5) / 1e9
@@ -55,13 +57,12 @@ def step_flops(count: int, inputs: int, hidden: int, outputs: int) -> int:
 def simulation(epochs: int, seed_counts: tuple[int, ...]) -> dict:
     from derive.spec import load_spec
     from numeric.data import NumericDataset
-    from numeric.training import init_relu, relu_forward, train_relu
+    from numeric.training import RELU_LAYOUTS, TRAINING_DTYPES, init_relu, relu_forward, train_relu
 
     task = load_spec(SECTION4)
     inputs, targets = NumericDataset(task)([])
     hidden = task.training.hidden_units
     flops = step_flops(task.num_datapoints, task.num_inputs, hidden, task.num_outputs)
-    peak = matmul_peak()
 
     def loss(params):
         return 0.5 * jnp.mean(jnp.sum((targets - relu_forward(params, inputs)) ** 2, axis=1))
@@ -81,47 +82,67 @@ def simulation(epochs: int, seed_counts: tuple[int, ...]) -> dict:
             p = step(p)
         return p[0]
 
-    per_seed_epoch = timed(loop, repeat=2) / loop_epochs
+    per_seed_epoch = timed(loop, repeat=2) / loop_epochs  # the reference: float64, one seed at a time
+    peaks = {name: matmul_peak(kind) for name, kind in TRAINING_DTYPES.items()}
     rows = []
-    for seeds in seed_counts:
+    for dtype in TRAINING_DTYPES:
+        for layout in RELU_LAYOUTS:
+            for seeds in seed_counts:
 
-        def run(seeds=seeds):
-            return train_relu(inputs, targets, hidden, 1e-4, 0.01, epochs, range(seeds)).losses
+                def run(seeds=seeds, dtype=dtype, layout=layout):
+                    return train_relu(
+                        inputs, targets, hidden, 1e-4, 0.01, epochs, range(seeds), dtype=dtype, layout=layout
+                    ).losses
 
-        run()
-        elapsed = timed(run, repeat=2)
-        achieved = flops * epochs * seeds / elapsed / 1e9
-        rows.append(
-            {
-                "seeds": seeds,
-                "seconds": elapsed,
-                "gflops": achieved,
-                "fraction_of_peak": achieved / peak,
-                "speedup_over_loop": per_seed_epoch * epochs * seeds / elapsed,
-            }
-        )
+                run()
+                elapsed = timed(run, repeat=2)
+                achieved = flops * epochs * seeds / elapsed / 1e9
+                rows.append(
+                    {
+                        "dtype": dtype,
+                        "layout": layout,
+                        "seeds": seeds,
+                        "seconds": elapsed,
+                        "gflops": achieved,
+                        "fraction_of_peak": achieved / peaks[dtype],
+                        "speedup_over_loop": per_seed_epoch * epochs * seeds / elapsed,
+                    }
+                )
     return {
         "network": f"{task.num_inputs}-{hidden}-{task.num_outputs}, {task.num_datapoints} datapoints",
         "epochs": epochs,
         "step_mflop": flops / 1e6,
-        "peak_gflops_float64": peak,
+        "peak_gflops": peaks,
         "loop_seconds_per_seed_epoch": per_seed_epoch,
         "runs": rows,
     }
 
 
+def _race_process(cache_folder: str) -> float:
+    """Seconds of ``gdln race`` on Section 4 in a fresh process, caches in ``cache_folder``."""
+    start = time.perf_counter()
+    subprocess.run(
+        [sys.executable, "-m", "gdln", "race", str(SECTION4), "--json"],
+        check=True,
+        capture_output=True,
+        cwd=ROOT,
+        env={**os.environ, CACHE_ENV: cache_folder},
+    )
+    return time.perf_counter() - start
+
+
 def theory_against_training() -> dict:
     from derive.spec import load_spec
     from numeric.prediction import TaskPredictions
-    from verify.reports import epoch_grid, theory_stride, train_network
+    from verify.reports import epoch_grid, race_report, theory_stride, train_network
 
-    start = time.perf_counter()
-    subprocess.run(
-        [sys.executable, "-m", "gdln", "race", str(SECTION4), "--json"], check=True, capture_output=True, cwd=ROOT
-    )
-    cold = time.perf_counter() - start
+    with tempfile.TemporaryDirectory() as folder:
+        cold = _race_process(folder)  # empty caches: derivation, evaluation and compilation
+        warm = _race_process(folder)  # derivations, their numbers and compiled programs on disk
     task = load_spec(SECTION4)
     models = TaskPredictions(task)
+    race_report(task, models=models)
+    in_process = timed(lambda: race_report(task, models=models), repeat=1)  # nothing left to derive or compile
     training = task.training
     ts = epoch_grid(training.epochs, theory_stride(training.epochs))
     predictions = [models.prediction(n.name) for n in task.networks]
@@ -129,19 +150,24 @@ def theory_against_training() -> dict:
     def curves():
         return [p.loss_curve(ts, training.init_scale, training.tau, []) for p in predictions]
 
-    start = time.perf_counter()
     curves()
-    first = time.perf_counter() - start  # derivation and compilation included
     evaluation = timed(curves, repeat=2)
-    run = lambda: train_network(task, "relu", seeds=1, models=models)[0].losses  # noqa: E731
-    run()
-    training_run = timed(run, repeat=1)
+    runs = {}
+    for dtype in ("float64", "float32"):
+        run = lambda dtype=dtype: train_network(task, "relu", seeds=1, models=models, dtype=dtype)[0].losses  # noqa: E731
+        run()
+        runs[dtype] = timed(run, repeat=1)
+    training_run = runs["float64"]
     return {
         "race_cold_process_seconds": cold,
-        "curves_first_seconds": first,
+        "race_warm_process_seconds": warm,
+        "race_in_process_seconds": in_process,
         "curves_compiled_seconds": evaluation,
         "relu_training_seconds": training_run,
+        "relu_training_float32_seconds": runs["float32"],
         "race_cold_over_training": cold / training_run,
+        "race_warm_over_training": warm / training_run,
+        "race_in_process_over_training": in_process / training_run,
         "training_over_compiled_curves": training_run / evaluation,
     }
 
@@ -199,21 +225,31 @@ def main(argv=None) -> int:
         print(json.dumps(report, indent=2))
         return 0
     sim = report["simulation"]
-    print(f"simulation, {sim['network']}, {sim['epochs']} epochs, float64; {sim['step_mflop']:.1f} MFLOP per step")
-    print(f"  matrix-multiply peak (float64, this run): {sim['peak_gflops_float64']:.1f} GFLOP/s")
-    print("  | seeds | seconds | GFLOP/s | of peak | vs per-seed loop |")
+    print(f"simulation, {sim['network']}, {sim['epochs']} epochs; {sim['step_mflop']:.1f} MFLOP per step")
+    print(
+        "  matrix-multiply peak (this run): "
+        + ", ".join(f"{k} {v:.1f} GFLOP/s" for k, v in sim["peak_gflops"].items())
+        + f"; reference loop (float64, one jit step per seed and epoch) {sim['loop_seconds_per_seed_epoch'] * 1e3:.2f} ms"
+    )
+    print("  | dtype | layout | seeds | seconds | GFLOP/s | of peak | vs per-seed loop |")
     for row in sim["runs"]:
         print(
-            f"  | {row['seeds']} | {row['seconds']:.2f} | {row['gflops']:.2f} | {row['fraction_of_peak']:.1%} |"
-            f" {row['speedup_over_loop']:.1f}x |"
+            f"  | {row['dtype']} | {row['layout']} | {row['seeds']} | {row['seconds']:.2f} | {row['gflops']:.2f} |"
+            f" {row['fraction_of_peak']:.1%} | {row['speedup_over_loop']:.1f}x |"
         )
     th = report["theory_against_training"]
     print(
-        f"theory vs training (Section 4): race in a fresh process {th['race_cold_process_seconds']:.1f} s; one ReLU run "
-        f"of 12000 epochs {th['relu_training_seconds']:.1f} s (ratio {th['race_cold_over_training']:.2f}); all "
-        f"candidates' curves once compiled {th['curves_compiled_seconds'] * 1e3:.1f} ms "
-        f"({th['training_over_compiled_curves']:.0f}x cheaper than training; first evaluation "
-        f"{th['curves_first_seconds']:.1f} s)"
+        f"theory vs training (Section 4), against one float64 ReLU run of 12000 epochs "
+        f"({th['relu_training_seconds']:.1f} s; float32 {th['relu_training_float32_seconds']:.1f} s):"
+    )
+    print(
+        f"  race, fresh process: cold {th['race_cold_process_seconds']:.1f} s ({th['race_cold_over_training']:.2f}x), "
+        f"warm {th['race_warm_process_seconds']:.1f} s ({th['race_warm_over_training']:.2f}x); "
+        f"again in the same process {th['race_in_process_seconds']:.2f} s ({th['race_in_process_over_training']:.3f}x)"
+    )
+    print(
+        f"  all candidates' curves once compiled: {th['curves_compiled_seconds'] * 1e3:.1f} ms "
+        f"({th['training_over_compiled_curves']:.0f}x cheaper than training)"
     )
     ds = report["derivation_scaling"]
     print(

@@ -12,10 +12,11 @@ import sys
 import warnings
 from pathlib import Path
 
+from derive import cache
 from derive.errors import GdlnError, SpecError
 from derive.expressions import EvaluationError, evaluate, parse_expression
 from derive.spec import MAX_EPOCHS, MAX_SEEDS
-from numeric.precision import use_x64
+from numeric.precision import use_compilation_cache, use_x64
 from verify.checks import GdlnWarning
 from verify.files import check_writable, finite_json, write_atomic
 
@@ -179,7 +180,10 @@ def _render_derive(report):
 
 
 def _render_simulate(report):
-    print(f"model {report['model']}, {report['seeds']} seed(s), {report['epochs']} epochs")
+    print(
+        f"model {report['model']}, {report['seeds']} seed(s), {report['epochs']} epochs, {report['dtype']}, "
+        f"{report['devices']} device(s)"
+    )
     for k, (h, n, f) in enumerate(zip(report["t_half"], report["t_90"], report["loss_final"])):
         print(f"  seed {k}: t_half {_fmt(h)}  t_90 {_fmt(n)}  final loss {f:.3g}")
 
@@ -321,7 +325,7 @@ def cmd_simulate(args):
         task.network(args.model)
     if args.out:
         check_writable(args.out, "--out")  # before training: a folder, or a folder that is missing
-    report = simulate_report(task, args.model, _overrides(args), args.seeds, args.epochs, args.out)
+    report = simulate_report(task, args.model, _overrides(args), args.seeds, args.epochs, args.out, dtype=args.dtype)
     _emit(report, args.json, _render_simulate)
 
 
@@ -573,6 +577,12 @@ def build_parser() -> argparse.ArgumentParser:
         if name == "simulate":
             p.add_argument("--model", required=True, help="relu or a network name")
             p.add_argument("--out", metavar="FILE.npz", help="write the loss curves")
+            p.add_argument(
+                "--dtype",
+                choices=["float64", "float32"],
+                default="float64",
+                help="what the ReLU network trains in (float32 follows float64 to 1e-4 of the initial loss; README)",
+            )
         p.add_argument("--seeds", type=int, help="number of seeds (0, 1, ...)")
         p.add_argument("--epochs", type=int)
         p.add_argument(
@@ -626,16 +636,52 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(run=cmd_zero_shot)
 
+    p = sub.add_parser("cache", help="where the derivation and compilation caches are, and their size")
+    p.add_argument("--clear", action="store_true", help="remove them")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(run=cmd_cache)
+
     p = sub.add_parser("figures", help="regenerate the papers' figures")
     p.add_argument("--quick", action="store_true", help="fewer points and seeds")
     p.add_argument("--out", default="figures", help="output folder (default: figures)")
     p.set_defaults(run=cmd_figures)
+    for command in sub.choices.values():  # --no-cache before or after the command
+        command.add_argument("--no-cache", action="store_true", default=argparse.SUPPRESS, help=NO_CACHE_HELP)
+    parser.add_argument("--no-cache", action="store_true", help=NO_CACHE_HELP)
     return parser
+
+
+NO_CACHE_HELP = "derive and compile from scratch, reading and writing no cache on disk"
+
+
+def cmd_cache(args):
+    if args.clear:
+        cache.clear()
+    usage = cache.usage()
+    _emit(
+        usage,
+        args.json,
+        lambda u: print(
+            f"{u['path']}: derivations {u['derivations']['files']} files, {u['derivations']['bytes'] / 1e6:.1f} MB; "
+            f"compiled code {u['jax']['files']} files, {u['jax']['bytes'] / 1e6:.1f} MB"
+        ),
+    )
+
+
+def _use_caches(args) -> None:
+    """Derivations and compiled code on disk, unless ``--no-cache`` (``gdln cache`` only looks)."""
+    if args.no_cache or args.command == "cache":
+        cache.disable()
+        use_compilation_cache(None)
+        return
+    root = cache.enable()
+    use_compilation_cache(root / "jax")
 
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     use_x64()  # gdln computes in 64-bit; importing its packages does not switch it on
+    _use_caches(args)
     for flag, limit in (("seeds", MAX_SEEDS), ("epochs", MAX_EPOCHS)):
         value = getattr(args, flag, None)
         if value is not None and value < 1:
@@ -653,6 +699,7 @@ def main(argv=None) -> int:
             warnings.simplefilter("error", GdlnWarning)
         try:
             args.run(args)
+            cache.flush()
         except (GdlnError, GdlnWarning) as error:
             print(f"gdln: error: {_one_line(error)}", file=sys.stderr)
             return 2

@@ -6,33 +6,84 @@ from collections.abc import Sequence
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import sympy
+
+from derive import cache
 
 
 def _names(symbols: Sequence[sympy.Symbol]) -> str:
     return ", ".join(s.name for s in symbols)
 
 
-def compile_expressions(exprs, args: Sequence[sympy.Symbol], name: str = "compiled"):
+#: digits at which an exact constant is evaluated before it is rounded to float64. Mode vectors
+#: with no radical form are polynomials in algebraic roots whose rational coefficients have
+#: hundreds of digits; evaluated term by term in float64 they cancel (a unit vector of Section 4
+#: came out with norm 0.80).
+CONSTANT_DIGITS = 60
+
+
+def algebraic_roots(expr: sympy.Basic) -> set[sympy.CRootOf]:
+    """The ``CRootOf`` in ``expr``, found without walking into their polynomials (``atoms`` does,
+    and spends most of its time in their coefficients)."""
+    found: set[sympy.CRootOf] = set()
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, sympy.CRootOf):
+            found.add(node)
+        elif node.args:
+            stack.extend(node.args)
+    return found
+
+
+def exact_constants(exprs: Sequence[sympy.Expr], digits: int = CONSTANT_DIGITS) -> np.ndarray:
+    """Exact constants (no free symbols) rounded to float64 from a ``digits``-digit evaluation:
+    each algebraic root is evaluated once, then every expression in multiple precision."""
+    roots = set().union(*(algebraic_roots(sympy.sympify(e)) for e in exprs))
+    numbers = {r: sympy.Float(r.evalf(digits), digits) for r in roots}
+    return np.array([float(sympy.sympify(e).xreplace(numbers).evalf(digits // 2)) for e in exprs], dtype=np.float64)
+
+
+def compile_expressions(exprs, args: Sequence[sympy.Symbol], name: str = "compiled", *, cache_key: str | None = None):
     """Lambdify ``exprs`` over ``args`` with the JAX printer once, and jit once.
 
     The returned function takes the arguments positionally in the order of ``args``
     (written into its docstring) and returns a JAX array shaped like ``exprs``.
-    Arguments may be arrays; use ``jax.vmap`` over the result to map over grids.
+    Arguments may be arrays; use ``jax.vmap`` over the result to map over grids. Expressions
+    free of ``args`` are evaluated exactly first (:func:`exact_constants`), so their float64
+    values are correctly rounded whatever their form. With ``cache_key`` (a derivation's
+    :func:`derive.cache.derivation_key`) those constants are kept under ``name`` in the
+    derivation's cache entry, and a warm run evaluates nothing in SymPy.
     """
-    flat = list(exprs) if isinstance(exprs, (list, tuple)) else [exprs]
-    # Exact algebraic numbers with no radical form (CRootOf) have no JAX printer: numbers start here.
-    roots = set().union(*(sympy.sympify(e).atoms(sympy.CRootOf) for e in flat))
-    if roots:
-        numbers = {r: r.evalf(30) for r in roots}
-        flat = [sympy.sympify(e).xreplace(numbers) for e in flat]
-    raw = sympy.lambdify(list(args), flat, modules="jax", cse=True)
+    flat = [sympy.sympify(e) for e in (exprs if isinstance(exprs, (list, tuple)) else [exprs])]
     single = not isinstance(exprs, (list, tuple))
 
+    def split():
+        arguments = set(args)
+        is_varying = np.array([bool(e.free_symbols & arguments) for e in flat], dtype=bool)
+        constants = np.zeros(len(flat))
+        constants[~is_varying] = exact_constants([e for e, v in zip(flat, is_varying) if not v])
+        return {"constants": constants, "varying": np.flatnonzero(is_varying)}
+
+    stored = cache.arrays(cache_key, f"constants_{name}", split)
+    if len(stored["constants"]) != len(flat):  # the name was used for another set: never mix them
+        stored = split()
+    constants, varying = stored["constants"], [int(k) for k in stored["varying"]]
+    # Exact algebraic numbers with no radical form (CRootOf) have no JAX printer: numbers start here.
+    roots = set().union(*(algebraic_roots(flat[k]) for k in varying))
+    numbers = {r: r.evalf(30) for r in roots}
+    raw = sympy.lambdify(list(args), [flat[k].xreplace(numbers) for k in varying], modules="jax", cse=True)
+
     def evaluate(*values):
-        results = [jnp.asarray(r, dtype=jnp.float64) for r in raw(*values)]
+        results = [jnp.asarray(r, dtype=jnp.float64) for r in raw(*values)] if varying else []
         shape = jnp.broadcast_shapes(*(r.shape for r in results))
-        stacked = jnp.stack([jnp.broadcast_to(r, shape) for r in results])
+        stacked = jnp.broadcast_to(jnp.asarray(constants), (*shape, len(flat)))
+        if varying:
+            stacked = stacked.at[..., jnp.asarray(varying)].set(
+                jnp.stack([jnp.broadcast_to(r, shape) for r in results], -1)
+            )
+        stacked = jnp.moveaxis(stacked, -1, 0)
         return stacked[0] if single else stacked
 
     evaluate.__name__ = name

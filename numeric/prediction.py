@@ -21,7 +21,7 @@ pathway alone, then the rest on its converged residual) has one definition,
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import cached_property
 
 import jax
@@ -31,12 +31,14 @@ import sympy
 from jax.flatten_util import ravel_pytree
 from jaxtyping import Array, Float
 
+from derive import cache
 from derive.crossover import Crossover, crossovers
 from derive.derivation import NetworkDerivation
 from derive.spec import Task
 from derive.staged import StagedDerivation
 
 from .alignment import Alignment
+from .compile import compile_expressions
 from .data import NumericDataset
 from .gated_chains import GatedChains
 from .initial_conditions import (
@@ -337,6 +339,7 @@ class TaskPredictions:
         self._staged: dict[str, StagedDerivation] = {}
         self._stages: dict[str, tuple[Prediction, Prediction]] = {}
         self._crossovers: dict[tuple, list[Crossover]] = {}
+        self._mode_scales: dict[str, Callable] = {}
 
     @cached_property
     def dataset(self) -> NumericDataset:
@@ -344,8 +347,31 @@ class TaskPredictions:
 
     def derivation(self, name: str) -> NetworkDerivation:
         if name not in self._derivations:
-            self._derivations[name] = NetworkDerivation(self.task, name)
+            network = self.task.network(name)
+            self._derivations[name] = cache.derivation(
+                cache.derivation_key(self.task, network), lambda: NetworkDerivation(self.task, name)
+            )
         return self._derivations[name]
+
+    def mode_scales(self, name: str, values: Sequence[float]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per pathway of ``name``, its modes' singular values ``s`` and input variances ``d`` at
+        ``values`` (float64; exact constants correctly rounded, kept in the derivation's cache)."""
+        derivation = self.derivation(name)
+        if name not in self._mode_scales:
+            modes = [m for p in derivation.pathways for m in p.modes]
+            self._mode_scales[name] = compile_expressions(
+                [*(m.s for m in modes), *(m.d for m in modes)],
+                list(derivation.parameters),
+                f"mode_scales_{name}",
+                cache_key=cache.key_of(derivation),
+            )
+        flat = np.asarray(self._mode_scales[name](*values), dtype=np.float64)
+        count, out, start = len(flat) // 2, [], 0
+        for pathway in derivation.pathways:
+            stop = start + len(pathway.modes)
+            out.append((flat[start:stop], flat[count + start : count + stop]))
+            start = stop
+        return out
 
     def prediction(self, name: str) -> Prediction:
         if name not in self._predictions:

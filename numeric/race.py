@@ -18,6 +18,7 @@ import numpy as np
 import sympy
 from scipy.optimize import brentq
 
+from derive.cache import key_of
 from derive.derivation import TAU, TIME, NetworkDerivation
 
 from .compile import compile_expressions, generate_ode_function
@@ -233,7 +234,7 @@ class CompiledNetwork:
         for ref in d.mode_refs:
             mode = d.mode(ref)
             exprs += [mode.s, mode.d, *mode.u, *mode.v]
-        return compile_expressions(exprs, list(self.parameters), "mode_values")
+        return compile_expressions(exprs, list(self.parameters), "mode_values", cache_key=key_of(d))
 
     def modes(self, values: Values) -> list[tuple[Scalar, Scalar, Float[Array, " out"], Float[Array, " inp"]]]:
         """Numeric ``(s, d, u, v)`` of every mode at ``values``."""
@@ -281,7 +282,10 @@ class CompiledNetwork:
         else:
             variances = [d.mode(ref).d for ref in d.mode_refs]
         return compile_expressions(
-            [*[d.mode(ref).s for ref in d.mode_refs], *variances], list(self.parameters), "logistic_values"
+            [*[d.mode(ref).s for ref in d.mode_refs], *variances],
+            list(self.parameters),
+            "logistic_values",
+            cache_key=key_of(d),
         )
 
     def logistic_parameters(self, values, tau: float = 1.0):

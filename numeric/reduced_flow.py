@@ -21,6 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.flatten_util import ravel_pytree
 
+from derive.cache import key_of
 from derive.derivation import NetworkDerivation
 
 from .compile import compile_expressions
@@ -84,7 +85,9 @@ class ReducedFlow:
         mode_exprs = [
             e for pathway_derivation in derivation.pathways for m in pathway_derivation.modes for e in (m.s, *m.u, *m.v)
         ]
-        return compile_expressions(mode_exprs, list(derivation.parameters), f"modes_{derivation.network.name}")
+        return compile_expressions(
+            mode_exprs, list(derivation.parameters), f"modes_{derivation.network.name}", cache_key=key_of(derivation)
+        )
 
     def correlations(self, values):
         """``(Sigma_yx[p], Sigma_x[j][p], tr<yy^T>)`` at ``values`` (THEORY Eq. 4), from the data.

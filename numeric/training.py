@@ -73,6 +73,39 @@ def _descend_relu(w1s, w2s, inputs, targets, learning_rate, epochs):
     return jax.vmap(one)(w1s, w2s)
 
 
+def _stacked_relu_losses(params, inputs, targets):
+    """Every seed's loss, with the seeds' hidden units side by side: the first layer is one
+    matrix product ``(N, I) @ (I, S H)`` instead of ``S`` products of width ``H``."""
+    w1s, w2s = params
+    seeds, hidden, count = w1s.shape[0], w1s.shape[1], inputs.shape[0]
+    activity = jax.nn.relu(inputs @ w1s.reshape(seeds * hidden, -1).T).reshape(count, seeds, hidden)
+    outputs = jnp.einsum("nsh,soh->sno", activity, w2s)
+    per_seed = 0.5 * jnp.mean(jnp.sum((targets[None] - outputs) ** 2, axis=2), axis=1)
+    return jnp.sum(per_seed), per_seed
+
+
+@partial(jax.jit, static_argnames=("epochs",))
+def _descend_relu_stacked(w1s, w2s, inputs, targets, learning_rate, epochs):
+    # the seeds' losses are independent, so the gradient of their sum is each seed's own gradient
+    value_and_grad = jax.value_and_grad(_stacked_relu_losses, has_aux=True)
+
+    def step(p, _):
+        (_, per_seed), grads = value_and_grad(p, inputs, targets)
+        return jax.tree_util.tree_map(lambda w, g: w - learning_rate * g, p, grads), per_seed
+
+    final, history = jax.lax.scan(step, (w1s, w2s), None, length=epochs)
+    last = _stacked_relu_losses(final, inputs, targets)[1]
+    return jnp.concatenate([history, last[None]]).T, final
+
+
+#: how seeds are laid out in training: ``"vmap"`` (a batched product per layer, one batch entry
+#: per seed) or ``"stacked"`` (the seeds' hidden units side by side in the first layer). Both give
+#: each seed exactly its own gradient; ``python -m bench`` measures them.
+RELU_LAYOUTS = {"vmap": _descend_relu, "stacked": _descend_relu_stacked}
+#: dtypes training may run in; the theory always runs in float64
+TRAINING_DTYPES = {"float64": jnp.float64, "float32": jnp.float32}
+
+
 def seed_keys(seeds: Sequence[int]):
     return jnp.stack([jax.random.PRNGKey(int(seed)) for seed in seeds])
 
@@ -93,14 +126,31 @@ def train_relu(
     learning_rate: float,
     epochs: int,
     seeds: Sequence[int],
+    *,
+    dtype: str = "float64",
+    layout: str = "vmap",
+    devices: int | None = None,
 ) -> TrainingRun:
     """Train ``yhat = W2 relu(W1 x)`` (no biases, linear output) once per seed, from
-    :func:`initial_relu_weights`."""
-    inputs = jnp.asarray(inputs, jnp.float64)
-    targets = jnp.asarray(targets, jnp.float64)
-    initial = initial_relu_weights(hidden_units, inputs.shape[1], targets.shape[1], init_scale, seeds)
-    losses, final = _descend_relu(*initial, inputs, targets, float(learning_rate), epochs)
-    return TrainingRun(losses, initial, final)
+    :func:`initial_relu_weights`.
+
+    ``dtype`` is what the descent runs in (the initial weights are drawn in float64 and rounded,
+    so both dtypes start from the same network); ``layout`` one of :data:`RELU_LAYOUTS`;
+    ``devices`` how many JAX devices the seeds are sharded over (default all of them,
+    :func:`numeric.sharding.shard_seeds`). Losses come back in float64."""
+    from .sharding import shard_seeds
+
+    kind = TRAINING_DTYPES[dtype]
+    seeds = list(seeds)
+    initial = initial_relu_weights(hidden_units, jnp.shape(inputs)[1], jnp.shape(targets)[1], init_scale, seeds)
+    sharded, count = shard_seeds(initial, devices)
+    w1s, w2s = (w.astype(kind) for w in sharded)
+    losses, final = RELU_LAYOUTS[layout](
+        w1s, w2s, jnp.asarray(inputs, kind), jnp.asarray(targets, kind), kind(learning_rate), epochs
+    )
+    return TrainingRun(
+        jnp.asarray(losses[:count], jnp.float64), initial, tuple(jnp.asarray(w[:count], jnp.float64) for w in final)
+    )
 
 
 @dataclass(frozen=True)
@@ -169,10 +219,16 @@ def train_gdln(
     learning_rate: float,
     epochs: int,
     seeds: Sequence[int],
+    *,
+    devices: int | None = None,
 ) -> TrainingRun:
-    """Train a GDLN with its explicit gates once per seed."""
+    """Train a GDLN with its explicit gates once per seed, the seeds sharded over ``devices``
+    devices (default all, :func:`numeric.sharding.shard_seeds`)."""
+    from .sharding import shard_seeds
+
+    keys, count = shard_seeds(seed_keys(seeds), devices)
     losses, initial, final = _train_gdln(
-        seed_keys(seeds),
+        keys,
         jnp.asarray(inputs, jnp.float64),
         jnp.asarray(targets, jnp.float64),
         layout,
@@ -180,7 +236,7 @@ def train_gdln(
         learning_rate,
         epochs,
     )
-    return TrainingRun(losses, initial, final)
+    return TrainingRun(*jax.tree_util.tree_map(lambda a: a[:count], (losses, initial, final)))
 
 
 def relu_hidden(params, inputs):

@@ -12,13 +12,14 @@
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Mapping
 
 import numpy as np
 
 from derive.errors import SpecError
-from derive.expressions import EvaluationError, evaluate
+from derive.expressions import evaluate
 from derive.spec import MAX_EPOCHS, MAX_SEEDS, Task, Training
 
 MAX_LOSS_VALUES = 10**8  # seeds x (epochs + 1) recorded losses
@@ -66,15 +67,13 @@ def check_input_variances(task: Task, values: Mapping, models) -> None:
     target_scale = float(np.max(np.sum(targets**2, axis=1))) if targets.size else 0.0
     for network in task.networks:
         derivation = models.derivation(network.name)
-        for pathway_derivation in derivation.pathways:
+        scales = models.mode_scales(network.name, [values[p] for p in derivation.parameters])
+        for pathway_derivation, (singular, variance) in zip(derivation.pathways, scales):
             key = f"network[{network.name}].pathway[{pathway_derivation.name}]"
-            for k, mode in enumerate(pathway_derivation.modes):
-                try:
-                    s, d = abs(evaluate(mode.s, values)), evaluate(mode.d, values).real
-                except EvaluationError as error:
-                    raise SpecError(
-                        task.source, key, f"mode {k} has no finite value at {_where(values)}: {error}"
-                    ) from None
+            for k in range(len(pathway_derivation.modes)):
+                s, d = abs(float(singular[k])), float(variance[k])
+                if not (math.isfinite(s) and math.isfinite(d)):
+                    raise SpecError(task.source, key, f"mode {k} has no finite value at {_where(values)}")
                 if s > 0 and not s * s <= 2.0 * max(d, 0.0) * target_scale:
                     raise SpecError(
                         task.source,

@@ -15,7 +15,9 @@ from typing import Any, cast
 
 import jax.numpy as jnp
 import numpy as np
+from tqdm import tqdm
 
+from derive import cache
 from derive.errors import SpecError
 from derive.shared import TAU, SharedReduction
 from derive.spec import Task, task_from_dict
@@ -33,8 +35,14 @@ def _crossing(losses: np.ndarray, level: float) -> int | None:
     return int(below[0]) if below.size else None
 
 
+def shared_reduction(task: Task, network: str) -> SharedReduction:
+    """The shared-edge reduction of ``network``, derived once (:mod:`derive.cache`)."""
+    key = cache.derivation_key(task, task.network(network), "shared")
+    return cache.derivation(key, lambda: SharedReduction(task, network))
+
+
 def _flows(task: Task, values: Mapping) -> dict[str, SharedFlow]:
-    return {n.name: SharedFlow(SharedReduction(task, n.name), values) for n in task.networks}
+    return {n.name: SharedFlow(shared_reduction(task, n.name), values) for n in task.networks}
 
 
 def shared_race_report(task: Task, overrides: Mapping[str, float] | None = None) -> dict:
@@ -177,7 +185,7 @@ def _layer_singular_values(flow: SharedFlow, finals: list[np.ndarray], theory_st
 def shared_derive_report(task: Task, network: str) -> tuple[dict, SharedReduction]:
     """The shared-edge reduction of one network as JSON-ready text: assumptions, each path's
     mode strengths (exact), and the Eq. 6 ODEs."""
-    reduction = SharedReduction(task, network)
+    reduction = shared_reduction(task, network)
     assumptions = reduction.assumptions
     report: dict[str, Any] = {
         "network": network,
@@ -336,8 +344,14 @@ def zero_shot_report(
             found["curves"] = np.asarray(result.losses).tolist()
         return found
 
-    by_k = [{"trained_domains": k, "fraction": k / domains, **run(k, 0.02)} for k in trained]
-    by_scale = [{"init_scale": scale, **run(scale_trained, scale)} for scale in init_scales]
+    by_k = [
+        {"trained_domains": k, "fraction": k / domains, **run(k, 0.02)}
+        for k in tqdm(trained, desc="zero-shot: K", disable=None, leave=False)
+    ]
+    by_scale = [
+        {"init_scale": scale, **run(scale_trained, scale)}
+        for scale in tqdm(init_scales, desc="zero-shot: init scale", disable=None, leave=False)
+    ]
     return {
         "domains": domains,
         "network": network,

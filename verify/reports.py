@@ -32,6 +32,7 @@ from numeric.prediction import (
     TaskPredictions,
 )
 from numeric.race import crossing_time
+from numeric.sharding import device_count
 from numeric.training import gdln_layout, initial_relu_weights, train_gdln, train_relu
 
 from .checks import check_training_size, check_values
@@ -304,8 +305,11 @@ def train_network(
     seeds: int | None = None,
     epochs: int | None = None,
     models: TaskPredictions | None = None,
+    *,
+    dtype: str = "float64",
 ):
-    """Train the ReLU network (``model='relu'``) or a listed GDLN with its explicit gates."""
+    """Train the ReLU network (``model='relu'``) or a listed GDLN with its explicit gates; the
+    ReLU network may train in float32 (``dtype``), a GDLN trains in float64."""
     models = models or TaskPredictions(task)
     values = task.values(overrides)
     training = _settings(task, seeds, epochs)
@@ -318,7 +322,9 @@ def train_network(
         seeds=range(training.seeds),
     )
     if model == "relu":
-        return train_relu(inputs, targets, training.hidden_units, **common), values, training
+        return train_relu(inputs, targets, training.hidden_units, **common, dtype=dtype), values, training
+    if dtype != "float64":
+        raise SpecError(task.source, "--dtype", f"{dtype} training is for the ReLU network; {model} trains in float64")
     layout = gdln_layout(task.network(model), task.num_datapoints)
     return train_gdln(inputs, targets, layout, **common), values, training
 
@@ -342,9 +348,18 @@ def divergence_note(name: str, ts, curve, why: str = "") -> str | None:
     return f"{name}: loss not finite from epoch {float(np.asarray(ts)[int(np.argmin(finite))]):g}{why}"
 
 
-def simulate_report(task: Task, model: str, overrides=None, seeds=None, epochs=None, out: str | None = None) -> dict:
+def simulate_report(
+    task: Task,
+    model: str,
+    overrides=None,
+    seeds=None,
+    epochs=None,
+    out: str | None = None,
+    *,
+    dtype: str = "float64",
+) -> dict:
     check_values(task, overrides, derivations=False)
-    run, values, training = train_network(task, model, overrides, seeds, epochs)
+    run, values, training = train_network(task, model, overrides, seeds, epochs, dtype=dtype)
     ts = epoch_grid(training.epochs)
     losses = np.asarray(run.losses)
     if out is not None:
@@ -366,6 +381,8 @@ def simulate_report(task: Task, model: str, overrides=None, seeds=None, epochs=N
         "parameters": {s.name: v for s, v in values.items()},
         "seeds": training.seeds,
         "epochs": training.epochs,
+        "dtype": dtype,
+        "devices": device_count(),
         "t_half": [finite_crossing(ts, row, 0.5) for row in losses],
         "t_90": [finite_crossing(ts, row, 0.1) for row in losses],
         "loss_final": [float(row[-1]) for row in losses],

@@ -1,0 +1,242 @@
+"""Derivations kept across runs: in memory for the process, and on disk once an entry point
+switches the disk cache on.
+
+A derivation is keyed by a hash of what it depends on (the task's exact data, its parameters
+and their defaults, the network's pathways or graph) together with gdln's version and a digest
+of the source of ``derive`` and ``numeric``, so an edited checkout never reads a stale entry.
+On disk an entry is the pickled derivation with every product computed so far (its cached
+properties), and next to it the numbers ``numeric`` evaluated from it (``.npz``, read with
+``allow_pickle=False``). Entries are only ever written by gdln itself, under
+:func:`cache_root`; the pickles are gdln's own objects, never user input.
+
+The disk cache is off unless :func:`enable` is called: the CLI calls it (``--no-cache`` does not)
+and :func:`flush` when a command ends; importing gdln touches no files.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import pickle
+import shutil
+import sys
+from collections.abc import Callable, Mapping
+from functools import lru_cache, partial
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import sympy
+from sympy.polys.rings import PolyRing
+
+#: environment variable naming the cache folder (default: the platform's user cache folder)
+CACHE_ENV = "GDLN_CACHE_DIR"
+
+_state: dict[str, Any] = {"root": None}
+#: derivations of this process by key, and which products each had when last read or written
+_memory: dict[str, Any] = {}
+_stored: dict[str, tuple] = {}
+_arrays: dict[tuple[str, str], dict[str, np.ndarray]] = {}
+#: keys asked for since the last flush: only these can have grown
+_touched: set[str] = set()
+
+
+def default_root() -> Path:
+    """``$GDLN_CACHE_DIR``, else the platform's user cache folder followed by ``gdln``."""
+    if os.environ.get(CACHE_ENV):
+        return Path(os.environ[CACHE_ENV])
+    if sys.platform == "darwin":
+        base = Path.home() / "Library" / "Caches"
+    elif sys.platform == "win32":
+        base = Path(os.environ.get("LOCALAPPDATA", Path.home() / "AppData" / "Local"))
+    else:
+        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "gdln"
+
+
+def enable(root: Path | None = None) -> Path:
+    """Keep derivations on disk under ``root`` (default :func:`default_root`) from now on."""
+    _state["root"] = Path(root) if root is not None else default_root()
+    return _state["root"]
+
+
+def disable() -> None:
+    _state["root"] = None
+
+
+def cache_root() -> Path | None:
+    """The folder in use, or ``None`` while the disk cache is off."""
+    return _state["root"]
+
+
+@lru_cache(maxsize=1)
+def code_version() -> str:
+    """gdln's version and a digest of the ``derive`` and ``numeric`` sources."""
+    try:
+        version = metadata.version("gdln")
+    except metadata.PackageNotFoundError:
+        version = "unknown"
+    digest = hashlib.sha256(version.encode())
+    top = Path(__file__).resolve().parent.parent
+    for package in ("derive", "numeric"):
+        for source in sorted((top / package).glob("*.py")):
+            digest.update(source.name.encode())
+            digest.update(source.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def derivation_key(task, network, kind: str = "network") -> str:
+    """Hash of what a derivation of ``network`` on ``task`` depends on, and of the code;
+    ``kind`` names the derivation (a network's, a shared-edge reduction's)."""
+    parts = [
+        code_version(),
+        kind,
+        sympy.srepr(task.inputs),
+        sympy.srepr(task.targets),
+        repr(sorted((sympy.srepr(s), float(v)) for s, v in task.parameters.items())),
+        repr(task.contexts),
+        repr(network),
+    ]
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:32]
+
+
+def key_of(derivation) -> str | None:
+    """The cache key a derivation was stored under, or ``None`` for one built outside the cache."""
+    return getattr(derivation, "cache_key", None)
+
+
+def _folder(key: str) -> Path | None:
+    root = cache_root()
+    return None if root is None else root / "derivations" / key
+
+
+def derivation(key: str, build: Callable[[], Any]) -> Any:
+    """The derivation with ``key``: from this process, else from disk, else ``build()``."""
+    _touched.add(key)
+    if key in _memory:
+        return _memory[key]
+    folder = _folder(key)
+    found = None
+    if folder is not None and (folder / "derivation.pickle").is_file():
+        try:
+            found = pickle.loads((folder / "derivation.pickle").read_bytes())  # gdln's own entry
+            _stored[key] = computed_products(found)
+        except Exception:  # a truncated or foreign entry is rebuilt, never trusted
+            found = None
+    if found is None:
+        found = build()
+    found.cache_key = key
+    _memory[key] = found
+    return found
+
+
+def arrays(key: str | None, name: str, compute: Callable[[], Mapping[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    """Numbers evaluated from the derivation with ``key``: kept in memory, and on disk as
+    ``name.npz`` next to it when the disk cache is on."""
+    if key is None:
+        return {k: np.asarray(v) for k, v in compute().items()}
+    if (key, name) in _arrays:
+        return _arrays[(key, name)]
+    folder = _folder(key)
+    path = None if folder is None else folder / f"{name}.npz"
+    result = None
+    if path is not None and path.is_file():
+        try:
+            with np.load(path, allow_pickle=False) as stored:
+                result = {k: stored[k] for k in stored.files}
+        except Exception:
+            result = None
+    if result is None:
+        result = {k: np.asarray(v) for k, v in compute().items()}
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            _atomic_write(path, lambda handle: np.savez(handle, **result))
+    _arrays[(key, name)] = result
+    return result
+
+
+def flush() -> int:
+    """Write every derivation of this process whose computed products grew since it was read;
+    returns how many were written. Does nothing while the disk cache is off."""
+    written = 0
+    keys, root = sorted(_touched), cache_root()
+    _touched.clear()
+    if root is None:
+        return 0
+    for key in keys:
+        folder = root / "derivations" / key
+        products = computed_products(_memory[key])
+        if _stored.get(key) == products:
+            continue
+        try:
+            data = _dumps(_memory[key])
+        except Exception:  # a product that cannot be pickled: this entry stays in memory only
+            continue
+        folder.mkdir(parents=True, exist_ok=True)
+        _atomic_write(folder / "derivation.pickle", partial(_write_bytes, data))
+        _stored[key] = products
+        written += 1
+    return written
+
+
+class _Pickler(pickle.Pickler):
+    """SymPy 1.14's ``PolyRing.__getstate__`` deletes keys from the dict it iterates over, so a
+    ring cannot be pickled; it is rebuilt from what defines it (rings are cached by SymPy)."""
+
+    def reducer_override(self, obj):
+        if isinstance(obj, PolyRing):
+            return PolyRing, (obj.symbols, obj.domain, obj.order)
+        return NotImplemented
+
+
+def _dumps(found) -> bytes:
+    buffer = io.BytesIO()
+    _Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(found)
+    return buffer.getvalue()
+
+
+def computed_products(found, depth: int = 3) -> tuple:
+    """Names of the products computed so far (cached properties live in ``__dict__``), in the
+    object and in the objects it holds, ``depth`` levels down: a derivation grows only by these."""
+    if depth == 0:
+        return ()
+    if isinstance(found, (list, tuple)):
+        return tuple(computed_products(item, depth - 1) for item in found)
+    if not hasattr(found, "__dict__") or isinstance(found, sympy.Basic):
+        return ()
+    return tuple((name, computed_products(value, depth - 1)) for name, value in sorted(found.__dict__.items()))
+
+
+def _write_bytes(data: bytes, handle) -> None:
+    handle.write(data)
+
+
+def _atomic_write(path: Path, write: Callable[[Any], Any]) -> None:
+    """Write to a temporary name and rename, so a reader never sees half an entry."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}")
+    with open(temporary, "wb") as handle:
+        write(handle)
+    os.replace(temporary, path)
+
+
+def usage(root: Path | None = None) -> dict[str, Any]:
+    """Path, number of files and bytes of each part of the cache folder."""
+    root = Path(root) if root is not None else (cache_root() or default_root())
+    parts = {}
+    for part in ("derivations", "jax"):
+        files = [f for f in (root / part).rglob("*") if f.is_file()] if (root / part).is_dir() else []
+        parts[part] = {"files": len(files), "bytes": sum(f.stat().st_size for f in files)}
+    return {"path": str(root), **parts}
+
+
+def clear(root: Path | None = None) -> None:
+    """Remove the cache folder's derivations and compiled code, and forget this process's."""
+    root = Path(root) if root is not None else (cache_root() or default_root())
+    for part in ("derivations", "jax"):
+        shutil.rmtree(root / part, ignore_errors=True)
+    _memory.clear()
+    _stored.clear()
+    _touched.clear()
+    _arrays.clear()

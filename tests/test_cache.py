@@ -1,0 +1,115 @@
+"""Caches: exact constants reach float64 correctly rounded; derivations and their numbers
+survive a process on disk; a warm run gives the cold run's answers bit for bit; ``gdln cache``
+and ``--no-cache``."""
+
+import json
+
+import numpy as np
+import pytest
+import sympy
+
+from derive import cache
+from derive.spec import load_spec
+from gdln.cli import main
+from numeric.compile import compile_expressions, exact_constants
+from numeric.precision import use_compilation_cache
+from numeric.prediction import TaskPredictions
+
+from .conftest import XOR_SPEC
+
+
+def test_exact_constants_survive_cancellation():
+    # r^3 = r + 1 exactly, so this is 1; term by term in float64 it is lost to cancellation
+    r = sympy.CRootOf(sympy.Symbol("x") ** 3 - sympy.Symbol("x") - 1, 0)
+    big = sympy.Integer(10) ** 40
+    expr = big * r**3 - big * r - big + 1
+    assert exact_constants([expr])[0] == 1.0
+    assert float(compile_expressions([expr, r], [])()[0]) == 1.0
+    naive = sympy.lambdify([], expr.xreplace({r: r.evalf(30)}), modules="jax")()
+    assert abs(float(naive) - 1.0) > 1e-3  # the failure this guards against is real
+
+
+def test_constants_and_varying_expressions_keep_their_order():
+    x = sympy.Symbol("x")
+    f = compile_expressions([sympy.sqrt(2), x**2, sympy.Rational(1, 3), 2 * x], [x])
+    np.testing.assert_array_equal(np.asarray(f(3.0)), [np.sqrt(2), 9.0, 1 / 3, 6.0])
+    grid = np.asarray(f(np.array([1.0, 2.0])))
+    assert grid.shape == (4, 2)
+    np.testing.assert_array_equal(grid[0], [np.sqrt(2)] * 2)
+    np.testing.assert_array_equal(grid[3], [2.0, 4.0])
+
+
+@pytest.fixture
+def disk_cache(tmp_path):
+    previous = cache.cache_root()
+    cache.clear(tmp_path)  # forget this process's derivations: every read below is from disk
+    cache.enable(tmp_path)
+    yield tmp_path
+    cache.clear(tmp_path)
+    if previous is None:
+        cache.disable()
+    else:
+        cache.enable(previous)
+
+
+def test_derivation_round_trips_through_disk(disk_cache):
+    task = load_spec(XOR_SPEC)
+    name = task.networks[0].name
+    built = TaskPredictions(task).derivation(name)
+    scales = TaskPredictions(task).mode_scales(name, list(task.parameters.values()))
+    assert cache.flush() == 1
+    key = cache.key_of(built)
+    assert (disk_cache / "derivations" / key / "derivation.pickle").is_file()
+    cache._memory.clear()
+    cache._arrays.clear()
+
+    def never():
+        raise AssertionError("rebuilt although the entry is on disk")
+
+    loaded = cache.derivation(key, never)
+    assert loaded is not built
+    assert [m.s for p in loaded.pathways for m in p.modes] == [m.s for p in built.pathways for m in p.modes]
+    again = TaskPredictions(task).mode_scales(name, list(task.parameters.values()))
+    for (s1, d1), (s2, d2) in zip(scales, again):
+        np.testing.assert_array_equal(s1, s2)
+        np.testing.assert_array_equal(d1, d2)
+    assert cache.flush() == 0  # nothing new was computed: nothing is written
+
+
+def test_key_follows_the_data_and_the_network():
+    task = load_spec(XOR_SPEC)
+    first, second = task.networks[0], task.networks[1]
+    assert cache.derivation_key(task, first) == cache.derivation_key(task, first)
+    assert cache.derivation_key(task, first) != cache.derivation_key(task, second)
+    other = load_spec(XOR_SPEC)
+    changed = type(task)(**{**other.__dict__, "targets": 2 * other.targets})
+    assert cache.derivation_key(changed, first) != cache.derivation_key(task, first)
+
+
+def test_warm_race_equals_cold_race_and_cache_command(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv(cache.CACHE_ENV, str(tmp_path))
+    previous = cache.cache_root()
+    cache.clear(tmp_path)
+    try:
+        assert main(["race", str(XOR_SPEC), "--json"]) == 0
+        cold = capsys.readouterr().out
+        cache._memory.clear()
+        cache._arrays.clear()
+        assert main(["race", str(XOR_SPEC), "--json"]) == 0
+        assert json.loads(capsys.readouterr().out) == json.loads(cold)
+        assert main(["cache", "--json"]) == 0
+        usage = json.loads(capsys.readouterr().out)
+        assert usage["path"] == str(tmp_path) and usage["derivations"]["files"] >= 2
+        assert main(["cache", "--clear", "--json"]) == 0
+        assert json.loads(capsys.readouterr().out)["derivations"]["files"] == 0
+        assert main(["race", str(XOR_SPEC), "--json", "--no-cache"]) == 0
+        assert json.loads(capsys.readouterr().out) == json.loads(cold)
+        assert not (tmp_path / "derivations").exists()
+    finally:
+        cache.clear(tmp_path)
+        if previous is None:
+            cache.disable()
+            use_compilation_cache(None)
+        else:
+            cache.enable(previous)
+            use_compilation_cache(previous / "jax")

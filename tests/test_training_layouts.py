@@ -1,0 +1,84 @@
+"""Training layouts, dtypes and sharded sweeps: every layout gives each seed its own descent;
+float32 follows float64 to 1e-4 of the initial loss on the paper's tasks; a sweep sharded over
+four CPU devices gives the unsharded results bit for bit."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from derive.spec import load_spec
+from numeric.data import NumericDataset
+from numeric.training import train_relu
+
+from .conftest import ROOT, XOR_SPEC
+
+#: float32 against float64, as a fraction of the initial loss, anywhere along the curve (the
+#: issue's allowance; measured 2e-7 on XoR and 1e-5 on Section 4)
+FLOAT32_TOLERANCE = 1e-4
+#: the two layouts compute the same products in another order
+LAYOUT_TOLERANCE = 1e-12
+
+
+def _run(spec, seeds, epochs=None, **options):
+    task = load_spec(spec)
+    training = task.training
+    inputs, targets = NumericDataset(task)(list(task.parameters.values()))
+    return np.asarray(
+        train_relu(
+            inputs,
+            targets,
+            training.hidden_units,
+            training.init_scale,
+            training.learning_rate,
+            epochs or training.epochs,
+            range(seeds),
+            **options,
+        ).losses
+    )
+
+
+def test_layouts_agree_seed_for_seed():
+    vmapped = _run(XOR_SPEC, 3, 3000, layout="vmap")
+    stacked = _run(XOR_SPEC, 3, 3000, layout="stacked")
+    assert vmapped.shape == stacked.shape == (3, 3001)
+    assert np.max(np.abs(vmapped - stacked)) <= LAYOUT_TOLERANCE * vmapped[0, 0]
+    single = _run(XOR_SPEC, 1, 3000, layout="stacked")
+    np.testing.assert_allclose(single[0], stacked[0], rtol=0, atol=LAYOUT_TOLERANCE * vmapped[0, 0])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("spec", [XOR_SPEC, ROOT / "examples" / "section4_context.toml"], ids=["xor", "section4"])
+def test_float32_follows_float64(spec):
+    exact = _run(spec, 1)
+    single = _run(spec, 1, dtype="float32")
+    assert np.all(np.isfinite(single))
+    assert np.max(np.abs(single - exact)) <= FLOAT32_TOLERANCE * exact[0, 0]
+
+
+SHARDED = """
+import json, sys
+import numpy as np
+from numeric.precision import use_x64
+use_x64()
+import jax
+from tests.test_training_layouts import _run, XOR_SPEC
+assert jax.device_count() == 4
+out = {}
+for layout in ("vmap", "stacked"):
+    one = _run(XOR_SPEC, 6, 400, layout=layout, devices=1)
+    four = _run(XOR_SPEC, 6, 400, layout=layout, devices=4)
+    out[layout] = [bool(np.array_equal(one, four)), list(one.shape)]
+print(json.dumps(out))
+"""
+
+
+def test_sharded_sweep_is_bitwise_the_unsharded_one():
+    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=4", "JAX_PLATFORMS": "cpu"}
+    done = subprocess.run([sys.executable, "-c", SHARDED], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result == {"vmap": [True, [6, 401]], "stacked": [True, [6, 401]]}

@@ -69,8 +69,8 @@ from tests.test_training_layouts import _run, XOR_SPEC
 assert jax.device_count() == 4
 out = {}
 for layout in ("vmap", "stacked"):
-    one = _run(XOR_SPEC, 6, 400, layout=layout, devices=1)
-    four = _run(XOR_SPEC, 6, 400, layout=layout, devices=4)
+    one = _run(XOR_SPEC, 12, 400, layout=layout, devices=1)  # two groups of 8 seeds, padded
+    four = _run(XOR_SPEC, 12, 400, layout=layout, devices=4)  # 3 seeds per device, no groups
     out[layout] = [bool(np.array_equal(one, four)), list(one.shape)]
 print(json.dumps(out))
 """
@@ -81,4 +81,4 @@ def test_sharded_sweep_is_bitwise_the_unsharded_one():
     done = subprocess.run([sys.executable, "-c", SHARDED], cwd=ROOT, env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
     result = json.loads(done.stdout.strip().splitlines()[-1])
-    assert result == {"vmap": [True, [6, 401]], "stacked": [True, [6, 401]]}
+    assert result == {"vmap": [True, [12, 401]], "stacked": [True, [12, 401]]}

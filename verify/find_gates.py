@@ -1,0 +1,176 @@
+"""From a trained ReLU network to its ReLN: Algorithm 1 of the paper's Appendix B, and the elbow.
+
+For each number of clusters ``k`` the rows of sampled hidden activity are clustered
+(:mod:`numeric.gate_finding`); the rounded centroids are the gates of a GDLN with one pathway
+per distinct non-empty pattern, its hidden units split in proportion to the clusters' shares
+of the rows that are on somewhere.
+That GDLN is trained with its explicit gates from the same init scale, learning rate and seeds
+as the ReLU network, and the mean squared difference between the two mean loss curves over
+every epoch is the clustering's error. The elbow of error against ``k`` is found by the kneedle
+rule on the error's logarithm (``kneed``, convex and decreasing, sensitivity
+:data:`KNEE_SENSITIVITY`).
+
+The found network's gates are checked for realizability by one bias-free ReLU unit (the LP of
+:mod:`verify.realizability`); the network is written as a ``[[network]]`` table that ``race``,
+``derive`` and ``verify`` read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from tqdm import tqdm
+
+from derive.errors import SpecError
+from derive.spec import Network, Pathway, Task
+from numeric.data import NumericDataset
+from numeric.gate_finding import ROUNDING, Clustering, cluster_rows, relu_gate_snapshots
+from numeric.training import gdln_layout, train_gdln
+
+from .checks import check_values
+from .realizability import realizable
+from .reports import check_training_size, network_toml
+
+#: the paper samples every 100 epochs
+SNAPSHOT_INTERVAL = 100
+#: at most this many samples per training (the rows grow with seeds x snapshots x units)
+MAX_SNAPSHOTS = 200
+#: kneedle's sensitivity ``S`` (its default)
+KNEE_SENSITIVITY = 1.0
+DEFAULT_CLUSTERS = tuple(range(2, 9))
+#: errors below this count as this (a GDLN that matches to rounding)
+ERROR_FLOOR = 1e-30
+
+
+def found_network(clustering: Clustering, hidden_units: int, num_inputs: int, num_outputs: int, name: str) -> Network:
+    """The GDLN of the rounded centroids: one pathway per distinct non-empty gate (clusters that
+    round to the same gate are one pathway), with ``hidden_units`` split by the clusters' shares."""
+    units: dict[tuple[int, ...], float] = {}
+    for gates, share in zip(clustering.gates, clustering.share):
+        active = tuple(int(n) for n in np.flatnonzero(gates))
+        if active:
+            units[active] = units.get(active, 0.0) + float(share)
+    pathways = tuple(
+        Pathway(
+            name=f"p{k}",
+            active=active,
+            inputs=tuple(range(num_inputs)),
+            outputs=tuple(range(num_outputs)),
+            hidden_layers=1,
+            units=max(1, round(share * hidden_units)),
+        )
+        for k, (active, share) in enumerate(units.items())
+    )
+    return Network(name, pathways)
+
+
+def elbow(ks: Sequence[int], errors: Sequence[float]) -> int | None:
+    """The kneedle elbow of ``log10(errors)`` against ``ks`` (convex, decreasing); ``None`` if it
+    finds none. On the logarithm because the error falls by orders of magnitude once the right
+    patterns are found (XoR: 0.1, 0.01, 1e-4, 1e-4, ...), and on a linear scale kneedle sees only
+    the first drop."""
+    from kneed import KneeLocator
+
+    if len(ks) < 3:
+        return None
+    logs = np.log10(np.maximum(np.asarray(errors, dtype=float), ERROR_FLOOR))
+    knee = KneeLocator(list(ks), list(logs), curve="convex", direction="decreasing", S=KNEE_SENSITIVITY).knee
+    return None if knee is None else int(knee)
+
+
+def find_gates_report(
+    task: Task,
+    overrides: Mapping[str, float] | None = None,
+    clusters: Sequence[int] = DEFAULT_CLUSTERS,
+    seeds: int | None = None,
+    snapshots: int | None = None,
+) -> tuple[dict[str, Any], str]:
+    """Algorithm 1 for every ``k`` in ``clusters``, the elbow, and the elbow's network as TOML."""
+    check_values(task, overrides, derivations=False)
+    values = task.values(overrides)
+    training = task.with_training(seeds=seeds).training
+    check_training_size(task, training, "relu")
+    if snapshots is None:
+        snapshots = min(max(training.epochs // SNAPSHOT_INTERVAL, 1), MAX_SNAPSHOTS)
+    if not 1 <= snapshots <= training.epochs:
+        raise SpecError(task.source, "--snapshots", f"must be between 1 and the {training.epochs} epochs")
+    if any(k < 1 for k in clusters):
+        raise SpecError(task.source, "--clusters", "cluster counts must be positive")
+    inputs, targets = NumericDataset(task)([float(values[p]) for p in task.parameters])
+    seed_list = list(range(training.seeds))
+    sampled = relu_gate_snapshots(
+        inputs,
+        targets,
+        training.hidden_units,
+        training.init_scale,
+        training.learning_rate,
+        training.epochs,
+        seed_list,
+        snapshots,
+    )
+    epochs = sampled.losses.shape[1] - 1
+    relu_mean = sampled.losses.mean(axis=0)
+    rows, counts = sampled.rows()
+    entries, networks = [], {}
+    for k in tqdm(sorted(set(clusters)), desc="find-gates", disable=None, leave=False):
+        clustering = cluster_rows(rows, counts, k)
+        network = found_network(clustering, training.hidden_units, task.num_inputs, task.num_outputs, f"found-{k}")
+        networks[k] = network
+        if network.pathways:
+            run = train_gdln(
+                inputs,
+                targets,
+                gdln_layout(network, task.num_datapoints),
+                training.init_scale,
+                training.learning_rate,
+                epochs,
+                seed_list,
+            )
+            gdln_mean = np.asarray(run.losses).mean(axis=0)
+            error = float(np.mean((relu_mean - gdln_mean) ** 2))
+        else:
+            error = float(np.mean((relu_mean - relu_mean[0]) ** 2))  # no pathway: the loss stays put
+        entries.append(
+            {
+                "k": k,
+                "patterns": [
+                    {
+                        "gates": [int(g) for g in gates],
+                        "centroid": [float(c) for c in centroid],
+                        "units": float(share * training.hidden_units),
+                        "realizable": bool(realizable(np.asarray(inputs), np.flatnonzero(gates))[0])
+                        if gates.any()
+                        else None,
+                    }
+                    for gates, centroid, share in zip(clustering.gates, clustering.centroids, clustering.share)
+                ],
+                "pathways": len(network.pathways),
+                "mse": error,
+                "inertia": clustering.inertia,
+            }
+        )
+    ks = [e["k"] for e in entries]
+    chosen = elbow(ks, [e["mse"] for e in entries])
+    report: dict[str, Any] = {
+        "parameters": {s.name: float(v) for s, v in values.items()},
+        "seeds": training.seeds,
+        "epochs": epochs,
+        "snapshots": [int(e) for e in sampled.epochs],
+        "rows": int(counts.sum()),
+        "distinct_rows": len(rows),
+        "silent_rows": sampled.silent_rows,
+        "rounding": ROUNDING,
+        "clusters": entries,
+        "elbow": chosen,
+        "elbow_rule": f"kneedle (kneed) on log10(mse), convex decreasing, S = {KNEE_SENSITIVITY}",
+    }
+    if chosen is None:
+        report["notes"] = ["kneedle found no elbow in the error curve; no network is chosen"]
+        return report, ""
+    network = networks[chosen]
+    report["network"] = network.name
+    where = ", ".join(f"{s.name} = {v:g}" for s, v in values.items()) or "no parameters"
+    comment = f"gates found by k-means with k = {chosen} ({where}; {training.seeds} seed(s)), from gdln find-gates"
+    return report, network_toml(network, comment)

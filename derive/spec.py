@@ -20,6 +20,7 @@ from typing import Any
 
 import sympy
 
+from .data_files import read_data_file
 from .errors import SpecError
 from .expressions import ALLOWED_CONSTANTS, ALLOWED_FUNCTIONS, EvaluationError, evaluate, exact_number, parse_value
 from .graph import Graph, index_list, read_graph
@@ -382,15 +383,24 @@ def _read_data(table, symbols, source):
     if table is None:
         raise SpecError(source, "data", "missing table [data] with inputs and targets")
     _require_table(table, source, "data")
-    _reject_unknown(table, {"inputs", "targets", "contexts", "labels"}, source, "data.")
-    for key in ("inputs", "targets"):
-        if key not in table:
-            raise SpecError(source, f"data.{key}", "missing")
-    inputs = _read_matrix(table["inputs"], symbols, source, "data.inputs")
-    targets = _read_matrix(table["targets"], symbols, source, "data.targets")
+    _reject_unknown(table, {"inputs", "targets", "contexts", "labels", "file"}, source, "data.")
+    if "file" in table:
+        if "inputs" in table or "targets" in table:
+            raise SpecError(source, "data.file", "give inputs and targets inline or in data.file, not both")
+        raw_inputs, raw_targets, file_source = read_data_file(table["file"], source)
+        inputs = _read_matrix(raw_inputs, symbols, file_source, "inputs")
+        targets = _read_matrix(raw_targets, symbols, file_source, "targets")
+        where = (file_source, "targets", "inputs")
+    else:
+        for key in ("inputs", "targets"):
+            if key not in table:
+                raise SpecError(source, f"data.{key}", "missing")
+        inputs = _read_matrix(table["inputs"], symbols, source, "data.inputs")
+        targets = _read_matrix(table["targets"], symbols, source, "data.targets")
+        where = (source, "data.targets", "data.inputs")
     if inputs.rows != targets.rows:
         raise SpecError(
-            source, "data.targets", f"{targets.rows} rows but data.inputs has {inputs.rows} (one row per datapoint)"
+            where[0], where[1], f"{targets.rows} rows but {where[2]} has {inputs.rows} (one row per datapoint)"
         )
     contexts = None
     if "contexts" in table:

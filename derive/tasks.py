@@ -8,9 +8,12 @@ task are ordered context-major: datapoint ``n = c * P + i`` is item ``i`` in con
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from fractions import Fraction
 from itertools import combinations
 from typing import Any
+
+import numpy as np
 
 from .errors import SpecError
 
@@ -343,3 +346,80 @@ def section6_task(hidden: int = 128, init_scale: float = 0.02, seeds: int = 5) -
         edges += [{"source": "layer1", "target": name}, {"source": name, "target": "y"}]
     spec["network"] = [{"name": "shared-layer1", "node": nodes, "edge": edges}]
     return spec
+
+
+#: decimals kept of the digits' centred and scaled pixels: exact, short rationals for the spec
+DIGITS_DECIMALS = 4
+
+
+def digits_task(
+    classes: Sequence[int] = (0, 1, 2),
+    per_class: int = 50,
+    projection: int | None = None,
+    seed: int = 0,
+    hidden: int = 64,
+    init_scale: float = 0.01,
+    learning_rate: float = 0.1,
+    epochs: int = 2000,
+    seeds: int = 3,
+) -> dict:
+    """Spec dictionary of real data: scikit-learn's bundled 8x8 digits (no download).
+
+    The first ``per_class`` images of each of ``classes``, in class order; one-hot targets.
+    Pixels are centred over the chosen images, pixels constant over them are dropped, and the
+    inputs are scaled so that the mean squared input norm is 1, then rounded to
+    :data:`DIGITS_DECIMALS` decimals (the spec's numbers are exact decimals). With ``projection
+    = D`` the centred pixels are first projected onto ``D`` dimensions by a seeded Gaussian
+    matrix. Candidates: ``linear`` (one pathway on every image) and ``by-class`` (one pathway per
+    class, active on its images)."""
+    from sklearn.datasets import load_digits
+
+    classes = [int(c) for c in classes]
+    if not classes or len(set(classes)) != len(classes) or not all(0 <= c <= 9 for c in classes):
+        raise SpecError("digits_task", "classes", f"expected distinct digits 0-9, got {classes}")
+    digits = load_digits()
+    chosen = []
+    for c in classes:
+        found = np.flatnonzero(digits.target == c)
+        if per_class < 1 or per_class > len(found):
+            raise SpecError("digits_task", "per-class", f"between 1 and {len(found)} images of digit {c}")
+        chosen.extend(found[:per_class].tolist())
+    pixels = digits.data[chosen].astype(float)
+    pixels = pixels - pixels.mean(axis=0)
+    pixels = pixels[:, np.any(pixels != 0, axis=0)]
+    if projection is not None:
+        if projection < 1 or projection > 64:
+            raise SpecError("digits_task", "projection", f"between 1 and 64 dimensions, got {projection}")
+        matrix = np.random.default_rng(seed).normal(size=(pixels.shape[1], projection)) / np.sqrt(projection)
+        pixels = pixels @ matrix
+    pixels = pixels / np.sqrt(np.mean(np.sum(pixels**2, axis=1)))
+    inputs = np.round(pixels, DIGITS_DECIMALS)
+    labels = [classes.index(int(t)) for t in digits.target[chosen]]
+    targets = np.eye(len(classes), dtype=int)[labels]
+    images = list(range(len(chosen)))
+    return {
+        "title": f"digits {','.join(map(str, classes))}, {per_class} images each"
+        + ("" if projection is None else f", projected to {projection} dimensions"),
+        "data": {
+            "inputs": [[float(v) for v in row] for row in inputs],
+            "targets": targets.tolist(),
+            "labels": {"digit": [int(digits.target[n]) for n in chosen]},
+        },
+        "training": {
+            "learning_rate": learning_rate,
+            "init_scale": init_scale,
+            "epochs": epochs,
+            "hidden_units": hidden,
+            "seeds": seeds,
+        },
+        "network": [
+            {"name": "linear", "pathway": [{"name": "all", "active": images}]},
+            {
+                "name": "by-class",
+                "pathway": [
+                    {"name": f"digit{c}", "active": [n for n in images if labels[n] == k]}
+                    for k, c in enumerate(classes)
+                ],
+            },
+        ],
+    }

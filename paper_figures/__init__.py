@@ -10,6 +10,7 @@ from derive.errors import SpecError
 from .context_figures import figure3, figure4, figure5
 from .figure2 import figure2
 from .figure6 import figure6
+from .gate_figures import figure8, figure9
 from .routing_figures import routing_figure
 
 FIGURES = {
@@ -18,6 +19,8 @@ FIGURES = {
     "figure4": figure4,
     "figure5": figure5,
     "figure6": figure6,
+    "figure8": figure8,
+    "figure9": figure9,
     "routing": routing_figure,
 }
 
@@ -28,6 +31,8 @@ __all__ = [
     "figure4",
     "figure5",
     "figure6",
+    "figure8",
+    "figure9",
     "output_folder",
     "regenerate",
     "routing_figure",

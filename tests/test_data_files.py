@@ -1,0 +1,143 @@
+"""Numeric data from files (npz with allow_pickle=False, CSV), resolved beside the spec, the
+bad ones refused in one line; and the digits task built from scikit-learn's bundled data."""
+
+import json
+
+import numpy as np
+import pytest
+import sympy
+
+from derive.errors import SpecError
+from derive.spec import load_spec
+from derive.tasks import digits_task, to_toml, xor_task
+from gdln.cli import main
+
+XOR_INPUTS = np.array([[1, 1, 0.5], [1, -1, -0.5], [-1, 1, -0.5], [-1, -1, 0.5]])
+XOR_TARGETS = np.array([[1], [-1], [-1], [1]])
+
+
+def _spec(folder, data_line: str) -> str:
+    """XoR's spec with its data given by ``data_line`` under ``[data]``."""
+    spec = xor_task()
+    spec.pop("parameters")
+    spec["data"] = {"inputs": [[0]], "targets": [[0]]}
+    text = to_toml(spec)
+    start, end = text.index("[data]"), text.index("[training]")
+    path = folder / "task.toml"
+    path.write_text(text[:start] + f"[data]\n{data_line}\n\n" + text[end:])
+    return str(path)
+
+
+def _inline_xor(folder):
+    spec = xor_task()
+    spec.pop("parameters")
+    spec["data"] = {"inputs": XOR_INPUTS.tolist(), "targets": XOR_TARGETS.tolist()}
+    path = folder / "inline.toml"
+    path.write_text(to_toml(spec))
+    return load_spec(path)
+
+
+def test_npz_and_csv_give_the_inline_data_exactly(tmp_path):
+    sub = tmp_path / "data"
+    sub.mkdir()
+    np.savez(sub / "xor.npz", inputs=XOR_INPUTS, targets=XOR_TARGETS)
+    header = "x0,x1,x2,y0"
+    rows = "\n".join(",".join(str(v) for v in [*x, *y]) for x, y in zip(XOR_INPUTS.tolist(), XOR_TARGETS.tolist()))
+    (sub / "xor.csv").write_text(header + "\n" + rows + "\n")
+    inline = _inline_xor(tmp_path)
+    for name in ("data/xor.npz", "data/xor.csv"):  # relative to the spec file, not the working folder
+        task = load_spec(_spec(tmp_path, f'file = "{name}"'))
+        assert task.inputs == inline.inputs and task.targets == inline.targets
+        assert task.inputs[0, 2] == sympy.Rational(1, 2)
+
+
+@pytest.mark.parametrize(
+    "make, fragment",
+    [
+        (lambda d: None, "cannot read"),
+        (lambda d: np.savez(d / "data.npz", inputs=XOR_INPUTS), "targets: missing array"),
+        (lambda d: np.savez(d / "data.npz", inputs=XOR_INPUTS[0], targets=XOR_TARGETS), "2-d array"),
+        (lambda d: np.savez(d / "data.npz", inputs=XOR_INPUTS, targets=XOR_TARGETS[:3]), "3 rows"),
+        (
+            lambda d: np.savez(
+                d / "data.npz", inputs=np.where(XOR_INPUTS == 0.5, np.nan, XOR_INPUTS), targets=XOR_TARGETS
+            ),
+            "inputs[0][2]: non-finite",
+        ),
+        (
+            lambda d: np.savez(d / "data.npz", inputs=np.array([[{}]], dtype=object), targets=XOR_TARGETS),
+            "unpickling",
+        ),
+        (lambda d: (d / "data.npz").write_bytes(b"not a zip file"), "not a readable .npz"),
+    ],
+    ids=["missing", "no-targets", "shape", "rows", "nan", "pickle", "garbage"],
+)
+def test_bad_npz_is_one_line_error(tmp_path, capsys, make, fragment):
+    make(tmp_path)
+    spec = _spec(tmp_path, 'file = "data.npz"')
+    assert main(["race", spec]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "data.npz" in err[0] and fragment in err[0], err
+
+
+@pytest.mark.parametrize(
+    "text, fragment",
+    [
+        ("x0,b,y0\n1,2,3\n", "neither an input"),
+        ("a,b\n1,2\n", "name input columns"),
+        ("x0,y0\n1\n", "row 1"),
+        ("x0,y0\n1,oops\n", "row 1, column y0: not a number"),
+        ("x0,y0\n", "header row and at least one"),
+    ],
+)
+def test_bad_csv_is_one_line_error(tmp_path, capsys, text, fragment):
+    (tmp_path / "data.csv").write_text(text)
+    assert main(["race", _spec(tmp_path, 'file = "data.csv"')]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "data.csv" in err[0] and fragment in err[0], err
+
+
+def test_other_suffixes_sizes_and_mixtures_are_refused(tmp_path, monkeypatch):
+    (tmp_path / "data.txt").write_text("1")
+    with pytest.raises(SpecError, match="neither .npz nor .csv"):
+        load_spec(_spec(tmp_path, 'file = "data.txt"'))
+    np.savez(tmp_path / "data.npz", inputs=XOR_INPUTS, targets=XOR_TARGETS)
+    monkeypatch.setattr("derive.data_files.MAX_DATA_FILE_BYTES", 10)
+    with pytest.raises(SpecError, match="above the limit"):
+        load_spec(_spec(tmp_path, 'file = "data.npz"'))
+    with pytest.raises(SpecError, match="not both"):
+        load_spec(_spec(tmp_path, 'file = "data.npz"\ninputs = [[1]]'))
+
+
+def test_digits_task_is_centred_scaled_and_one_hot(tmp_path, capsys):
+    spec = digits_task((0, 1, 2), per_class=10)
+    inputs = np.array(spec["data"]["inputs"])
+    targets = np.array(spec["data"]["targets"])
+    assert inputs.shape[0] == targets.shape[0] == 30 and targets.shape[1] == 3
+    assert np.all(targets.sum(axis=1) == 1)
+    np.testing.assert_allclose(inputs.mean(axis=0), 0, atol=1e-3)  # rounded to 4 decimals
+    assert np.mean(np.sum(inputs**2, axis=1)) == pytest.approx(1, abs=1e-2)
+    projected = digits_task((3, 5), per_class=5, projection=8, seed=1)
+    assert np.array(projected["data"]["inputs"]).shape == (10, 8)
+    assert main(["task", "digits", "--classes", "0,1,2", "--per-class", "10", "--epochs", "100"]) == 0
+    path = tmp_path / "digits.toml"
+    path.write_text(capsys.readouterr().out)
+    task = load_spec(path)
+    assert task.num_datapoints == 30 and task.training.epochs == 100
+    assert [n.name for n in task.networks] == ["linear", "by-class"]
+    for bad in (["--classes", "0,0"], ["--per-class", "1000"], ["--projection", "0"]):
+        assert main(["task", "digits", *bad]) == 2
+
+
+def test_digits_pipeline_find_gates_runs_end_to_end(tmp_path, capsys):
+    # the real-data pipeline in CI's time: 3 classes x 10 images, 300 epochs, one training
+    path = tmp_path / "digits.toml"
+    path.write_text(to_toml(digits_task((0, 1, 2), per_class=10, epochs=300, seeds=1)))
+    assert (
+        main(["find-gates", str(path), "--clusters", "2..5", "--json", "--write-spec", str(tmp_path / "f.toml")]) == 0
+    )
+    report = json.loads(capsys.readouterr().out)
+    assert [e["k"] for e in report["clusters"]] == [2, 3, 4, 5]
+    assert all(np.isfinite(e["mse"]) for e in report["clusters"])
+    if report["elbow"] is not None:
+        assert report["network"] in {n.name for n in load_spec(tmp_path / "f.toml").networks}

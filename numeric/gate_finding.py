@@ -21,7 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .training import _mean_squared_loss, initial_relu_weights, relu_forward
+from .training import _mean_squared_loss, _steps, initial_relu_weights, relu_forward
 from .types import ArrayLike, Float
 
 #: k-means restarts and seed: the clustering is reproducible run to run
@@ -64,15 +64,10 @@ class GateSnapshots:
 def _snapshots(w1s, w2s, inputs, targets, learning_rate, every, count):
     def one(w1, w2):
         loss_fn = lambda p: _mean_squared_loss(relu_forward(p, inputs), targets)  # noqa: E731
-        value_and_grad = jax.value_and_grad(loss_fn)
-
-        def step(p, _):
-            value, grads = value_and_grad(p)
-            return jax.tree_util.tree_map(lambda w, g: w - learning_rate * g, p, grads), value
 
         def chunk(p, _):
             gates = inputs @ p[0].T > 0  # (N, units) at the start of the chunk
-            p, losses = jax.lax.scan(step, p, None, length=every)
+            p, losses = _steps(loss_fn, p, learning_rate, every)
             return p, (gates.T, losses)
 
         final, (gates, losses) = jax.lax.scan(chunk, (w1, w2), None, length=count)

@@ -34,14 +34,20 @@ def _mean_squared_loss(predictions, targets):
     return 0.5 * jnp.mean(jnp.sum((targets - predictions) ** 2, axis=1))
 
 
-def _descend(loss_fn, params, learning_rate, epochs):
+def _steps(loss_fn, params, learning_rate, epochs):
+    """``epochs`` steps of full-batch gradient descent: the final parameters and the loss before each step."""
     value_and_grad = jax.value_and_grad(loss_fn)
 
     def step(p, _):
         value, grads = value_and_grad(p)
         return jax.tree_util.tree_map(lambda w, g: w - learning_rate * g, p, grads), value
 
-    final, history = jax.lax.scan(step, params, None, length=epochs)
+    return jax.lax.scan(step, params, None, length=epochs)
+
+
+def _descend(loss_fn, params, learning_rate, epochs):
+    """:func:`_steps`, with the loss after the last step appended (``epochs + 1`` losses)."""
+    final, history = _steps(loss_fn, params, learning_rate, epochs)
     return final, jnp.concatenate([history, loss_fn(final)[None]])
 
 

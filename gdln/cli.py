@@ -377,11 +377,19 @@ def cmd_align(args):
     if args.write_spec:
         check_writable(args.write_spec, "--write-spec")
     report, network_toml = align_report(task, _overrides(args), args.seeds)
-    if args.write_spec:
+    _append_network(args, network_toml, report)
+    _emit(report, args.json, _render_align)
+
+
+def _append_network(args, network_toml: str, report: dict) -> None:
+    """``--write-spec``: the spec's text with ``network_toml`` appended, noted in the report."""
+    if args.write_spec and network_toml:
         text = Path(args.spec).read_text(encoding="utf-8")
         _write(args.write_spec, text.rstrip("\n") + "\n\n" + network_toml)
         report["written"] = args.write_spec
-    _emit(report, args.json, _render_align)
+
+
+MAX_CLUSTERS = 64
 
 
 def _cluster_counts(text: str, source: str) -> list[int]:
@@ -399,9 +407,6 @@ def _cluster_counts(text: str, source: str) -> list[int]:
     return counts
 
 
-MAX_CLUSTERS = 64
-
-
 def cmd_find_gates(args):
     from verify.find_gates import find_gates_report
 
@@ -410,10 +415,7 @@ def cmd_find_gates(args):
     if args.write_spec:
         check_writable(args.write_spec, "--write-spec")
     report, network_toml = find_gates_report(task, _overrides(args), counts, args.seeds, args.snapshots)
-    if args.write_spec and network_toml:
-        text = Path(args.spec).read_text(encoding="utf-8")
-        _write(args.write_spec, text.rstrip("\n") + "\n\n" + network_toml)
-        report["written"] = args.write_spec
+    _append_network(args, network_toml, report)
     _emit(report, args.json, _render_find_gates)
 
 

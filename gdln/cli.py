@@ -414,7 +414,9 @@ def cmd_find_gates(args):
     counts = _cluster_counts(args.clusters, task.source)
     if args.write_spec:
         check_writable(args.write_spec, "--write-spec")
-    report, network_toml = find_gates_report(task, _overrides(args), counts, args.seeds, args.snapshots)
+    report, network_toml = find_gates_report(
+        task, _overrides(args), counts, args.seeds, args.snapshots, epochs=args.epochs
+    )
     _append_network(args, network_toml, report)
     _emit(report, args.json, _render_find_gates)
 
@@ -675,6 +677,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = with_spec("find-gates", "gate patterns of the trained ReLU network by k-means (Appendix B) and the elbow")
     p.add_argument("--clusters", default="2..8", metavar="A..B|K,K,...", help="cluster counts (default 2..8)")
     p.add_argument("--seeds", type=int, help="number of trainings sampled (default: the spec's)")
+    p.add_argument("--epochs", type=int, help="training epochs (default: the spec's)")
     p.add_argument("--snapshots", type=int, help="samples per training, evenly spaced (default: every 100 epochs)")
     p.add_argument("--write-spec", metavar="FILE", help="write the spec with the elbow's network added")
     p.set_defaults(run=cmd_find_gates)

@@ -93,6 +93,13 @@ def test_section4_four_clusters_are_common_plus_two_context_pathways(capsys, tmp
     assert {p.active for p in written.network(report["network"]).pathways} == found_gates
 
 
+def test_epochs_and_snapshots_set_the_sampling(capsys):
+    report = _find_gates(capsys, XOR_SPEC, "--clusters", "2,3", "--seeds", "1", "--epochs", "600", "--snapshots", "3")
+    assert report["epochs"] == 600 and report["snapshots"] == [0, 200, 400]
+    assert main(["find-gates", str(XOR_SPEC), "--epochs", "10", "--snapshots", "11"]) == 2
+    assert "--snapshots" in capsys.readouterr().err
+
+
 def test_bad_cluster_counts_are_one_line_errors(capsys):
     for text in ("0..3", "a,b", "3..", "100"):
         assert main(["find-gates", str(XOR_SPEC), "--clusters", text]) == 2

@@ -86,11 +86,14 @@ def find_gates_report(
     clusters: Sequence[int] = DEFAULT_CLUSTERS,
     seeds: int | None = None,
     snapshots: int | None = None,
+    *,
+    epochs: int | None = None,
 ) -> tuple[dict[str, Any], str]:
-    """Algorithm 1 for every ``k`` in ``clusters``, the elbow, and the elbow's network as TOML."""
+    """Algorithm 1 for every ``k`` in ``clusters``, the elbow, and the elbow's network as TOML;
+    ``seeds`` and ``epochs`` default to the spec's."""
     check_values(task, overrides, derivations=False)
     values = task.values(overrides)
-    training = task.with_training(seeds=seeds).training
+    training = task.with_training(seeds=seeds, epochs=epochs).training
     check_training_size(task, training, "relu")
     if snapshots is None:
         snapshots = min(max(training.epochs // SNAPSHOT_INTERVAL, 1), MAX_SNAPSHOTS)

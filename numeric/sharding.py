@@ -28,6 +28,18 @@ def device_count(devices: int | None = None) -> int:
     return devices
 
 
+def pad_seeds(tree, multiple: int):
+    """Arrays whose leading axis is the seed, padded with copies of the first seed to a multiple
+    of ``multiple`` seeds (the copies' results are dropped by the caller)."""
+    count = int(jax.tree_util.tree_leaves(tree)[0].shape[0])
+    extra = -(-count // multiple) * multiple - count
+    if extra == 0:
+        return tree
+    return jax.tree_util.tree_map(
+        lambda a: np.concatenate([np.asarray(a), np.repeat(np.asarray(a)[:1], extra, axis=0)]), tree
+    )
+
+
 def shard_seeds(tree, devices: int | None = None):
     """``(tree, count)``: arrays whose leading axis is the seed, split over ``devices`` devices.
 
@@ -38,10 +50,6 @@ def shard_seeds(tree, devices: int | None = None):
     used = device_count(devices)
     if used == 1:
         return tree, count
-    padded = -(-count // used) * used
-    if padded != count:
-        tree = jax.tree_util.tree_map(
-            lambda a: np.concatenate([np.asarray(a), np.repeat(np.asarray(a)[:1], padded - count, axis=0)]), tree
-        )
+    tree = pad_seeds(tree, used)
     mesh = Mesh(np.array(jax.devices()[:used]), ("seeds",))
     return jax.device_put(tree, NamedSharding(mesh, PartitionSpec("seeds"))), count

@@ -166,7 +166,7 @@ def train_relu(
     :func:`numeric.sharding.shard_seeds`); on one device, more than :data:`SEED_CHUNK` seeds run
     in consecutive groups. Every seed's descent is the same whatever the grouping, bit for bit
     (tested). Losses come back in float64."""
-    from .sharding import device_count, shard_seeds
+    from .sharding import device_count, pad_seeds, shard_seeds
 
     kind = TRAINING_DTYPES[dtype]
     seeds = list(seeds)
@@ -174,8 +174,7 @@ def train_relu(
     sharded, count = shard_seeds(initial, devices)
     data = (jnp.asarray(inputs, kind), jnp.asarray(targets, kind), kind(learning_rate))
     if device_count(devices) == 1 and count > SEED_CHUNK:  # one device: consecutive groups of seeds
-        padded = -(-count // SEED_CHUNK) * SEED_CHUNK
-        w1s, w2s = (jnp.concatenate([w, jnp.repeat(w[:1], padded - count, axis=0)]).astype(kind) for w in sharded)
+        w1s, w2s = (jnp.asarray(w, kind) for w in pad_seeds(sharded, SEED_CHUNK))
         losses, final = _descend_relu_chunked(w1s, w2s, *data, epochs, layout, SEED_CHUNK)
     else:
         w1s, w2s = (w.astype(kind) for w in sharded)

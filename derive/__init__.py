@@ -1,6 +1,7 @@
 """Symbolic side of gdln (SymPy only): specs, effective datasets, modes, race ODEs,
 closed forms, crossovers and LaTeX. Nothing here computes floating-point numbers
-except where a parameter-free block is diagonalised at high precision."""
+except where a parameter-free block is diagonalised at high precision, and in the float64
+derivation of large numeric data (:mod:`derive.float_modes`, numpy's SVD)."""
 
 from .crossover import Crossover, crossovers
 from .derivation import TAU, TIME, ModeRef, NetworkDerivation, PathwayDerivation

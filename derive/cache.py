@@ -31,6 +31,8 @@ import numpy as np
 import sympy
 from sympy.polys.rings import PolyRing
 
+from .float_modes import derives_in_floats
+
 #: environment variable naming the cache folder (default: the platform's user cache folder)
 CACHE_ENV = "GDLN_CACHE_DIR"
 
@@ -93,6 +95,7 @@ def derivation_key(task, network, kind: str = "network") -> str:
     parts = [
         code_version(),
         kind,
+        f"floats={derives_in_floats(task)}",
         sympy.srepr(task.inputs),
         sympy.srepr(task.targets),
         repr(sorted((sympy.srepr(s), float(v)) for s, v in task.parameters.items())),

@@ -15,7 +15,8 @@ import sympy
 from . import algebraic, formulas
 from .correlations import output_overlap, sigma_x, sigma_yx, target_power
 from .errors import DerivationError
-from .modes import PRECISION_DIGITS, Mode, find_modes, tidy, vanishes
+from .float_modes import FLOAT_DERIVATION_ENTRIES, derives_in_floats, float_modes, float_sigma_x, float_sigma_yx
+from .modes import FLOAT_ZERO, PRECISION_DIGITS, Mode, find_modes, tidy, vanishes
 from .spec import Network, Pathway, Task
 from .symmetry import GroupReduction, Symmetry, product, scaled_hadamard
 from .symmetry import entries as symmetry_entries
@@ -78,7 +79,12 @@ class NetworkDerivation:
         for pathway in self.network.pathways:
             syx = sigma_yx(self.task, pathway)
             sx = sigma_x(self.task, pathway, pathway)
-            modes = tuple(find_modes(syx, sx, f"network {self.network.name!r} pathway {pathway.name!r}"))
+            if self.in_floats:
+                modes = tuple(
+                    float_modes(float_sigma_yx(self.task, pathway), float_sigma_x(self.task, pathway, pathway))
+                )
+            else:
+                modes = tuple(find_modes(syx, sx, f"network {self.network.name!r} pathway {pathway.name!r}"))
             # plain names (no LaTeX braces) for JSON keys and text; SymPy's LaTeX printer still
             # writes a_{net.pathway.k} from the underscore
             tag = f"{self.network.name}.{pathway.name}"
@@ -93,6 +99,11 @@ class NetworkDerivation:
                 )
             )
         return tuple(derived)
+
+    @property
+    def in_floats(self) -> bool:
+        """Whether this derivation runs in float64 (large parameter-free data, :mod:`derive.float_modes`)."""
+        return derives_in_floats(self.task)
 
     @cached_property
     def mode_refs(self) -> tuple[ModeRef, ...]:
@@ -199,7 +210,7 @@ class NetworkDerivation:
             for k, mode_k in enumerate(modes_p):
                 for l, mode_l in enumerate(modes_q):
                     numerator = outputs[k][l] * inputs[k][l]
-                    if numerator == 0:
+                    if numerator == 0 or (self.in_floats and vanishes(numerator)):
                         continue
                     denominator = mode_k.raw_norm2 * mode_k.s * mode_l.raw_norm2 * mode_l.s
                     if exact:
@@ -267,11 +278,23 @@ class NetworkDerivation:
             "shared_basis_failures": list(self.group_reduction.failures) if self.cross_correlations else [],
             "symmetric_groups": [[self.network.pathways[p].name for p in g] for g in self.symmetric_groups],
             "closed_form": self.has_closed_form,
+            "arithmetic": self.arithmetic,
             "exact_modes": all(m.exact for pathway_derivation in self.pathways for m in pathway_derivation.modes),
             "algebraic_values": self.algebraic_values,
             "numeric_couplings": self.numeric_couplings,
             "reduced_system": self.reduced_system.kind,
         }
+
+    @property
+    def arithmetic(self) -> str:
+        """``"exact"``, or the float64 route and why (see :mod:`derive.float_modes`)."""
+        if not self.in_floats:
+            return "exact"
+        entries = self.task.num_datapoints * self.task.num_inputs
+        return (
+            f"float: {entries} parameter-free input entries (above {FLOAT_DERIVATION_ENTRIES}); modes from numpy's "
+            f"SVD of the effective correlations, zero below {FLOAT_ZERO:g}"
+        )
 
     def _algebraic_degree(self, p: int) -> int:
         """The largest degree of a ``CRootOf`` singular value of pathway ``p`` (1 if none)."""

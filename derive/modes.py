@@ -35,6 +35,13 @@ from sympy.polys.matrices import DomainMatrix
 from .errors import DerivationError
 
 PRECISION_DIGITS = 40
+#: Zero for parameter-free expressions holding double-precision ``Float`` (from the float
+#: derivation of large numeric data, :mod:`derive.float_modes`). Float64 rounding of correlations
+#: of data scaled to O(1) (``gdln task digits`` scales inputs to mean squared norm 1) is ~1e-16,
+#: and singular vectors are good to ~1e-16 / (gap between singular values); real couplings can be
+#: small (Section 4 has one of 1.6e-9), so the bar sits well below them.
+FLOAT_ZERO = 1e-12
+_DOUBLE_BITS = 53
 _SAMPLE_POINTS = 3
 # Radicals of cubics and quartics are kept only when they are real (no casus irreducibilis).
 MAX_RADICAL_DEGREE = 4
@@ -65,6 +72,8 @@ def vanishes(expr: sympy.Expr) -> bool:
         return True
     if expr.is_Rational:
         return False
+    if not expr.free_symbols and any(f._prec <= _DOUBLE_BITS for f in expr.atoms(sympy.Float)):
+        return abs(complex(expr)) <= FLOAT_ZERO
     symbols = sorted(expr.free_symbols, key=lambda s: s.name)
     sampler = random.Random(20250121)
     points = [
@@ -84,8 +93,9 @@ class Mode:
 
     ``kind`` says how exact it is: ``"rational"`` (``s^2`` rational), ``"radical"``,
     ``"algebraic"`` (``s^2`` a ``CRootOf`` of an irreducible polynomial of degree
-    ``degree``), ``"parametric"`` (exact in the parameters) or ``"numeric"`` (mpmath floats,
-    only for transcendental input)."""
+    ``degree``), ``"parametric"`` (exact in the parameters), ``"numeric"`` (mpmath floats,
+    only for transcendental input) or ``"float"`` (float64, from the float derivation of large
+    numeric data, :mod:`derive.float_modes`)."""
 
     s: sympy.Expr
     d: sympy.Expr
@@ -102,7 +112,7 @@ class Mode:
 
     @property
     def exact(self) -> bool:
-        return self.kind != "numeric"
+        return self.kind not in ("numeric", "float")
 
 
 @dataclass(frozen=True)

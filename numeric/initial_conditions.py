@@ -4,7 +4,8 @@ never fitted to the curves they predict.
 Three models, named in ``verify``'s JSON as ``"initial_conditions"`` (:data:`MODELS`):
 
 - ``"alignment"`` (the default): each pathway starts, at the end of the alignment phase
-  (:mod:`numeric.alignment`), from the units whose settled gate pattern is exactly its gate,
+  (:mod:`numeric.alignment`), from the units whose settled gate pattern is its gate (or, when it is no
+  gate, the nearest one: :func:`starting_units`),
   with ``P = sum_i (b_i + c_i)^2`` and ``Q = sum_i (b_i - c_i)^2`` per mode, so ``a = (P - Q)/4``
   (:func:`aligned_mode_seeds`); the clock starts at that epoch.
 - ``"weights"``: the initial weights themselves, as below.
@@ -99,10 +100,29 @@ def pathway_log_initial_strengths(network: Network, init_scale: float) -> jnp.nd
 
 def pattern_matches(active: tuple[int, ...], gates) -> np.ndarray:
     """``(units,)`` whether each unit's gate pattern ``gates`` ``(N, units)`` is exactly ``active``."""
+    return gate_distances(active, gates) == 0
+
+
+def gate_distances(active: tuple[int, ...], gates) -> np.ndarray:
+    """``(units,)`` on how many datapoints each unit's gate pattern ``gates`` ``(N, units)`` differs from ``active``."""
     gates = np.asarray(gates, dtype=bool)
     wanted = np.zeros(gates.shape[0], dtype=bool)
     wanted[list(active)] = True
-    return np.all(gates == wanted[:, None], axis=0)
+    return np.sum(gates != wanted[:, None], axis=0)
+
+
+def starting_units(network: Network, gates) -> list[np.ndarray]:
+    """Per pathway, ``(units,)`` whether a unit with settled patterns ``gates`` ``(N, units)`` starts it:
+    every unit active somewhere starts the pathway(s) whose gate is nearest to its pattern (fewest
+    datapoints differing; all of them on ties). This is Algorithm 1's own rule, a unit belongs to
+    its nearest centroid, so a network of rounded centroids (``gdln find-gates``) starts from the
+    units it was found from; a unit whose pattern is a gate starts exactly the pathways with it."""
+    gates = np.asarray(gates, dtype=bool)
+    if not network.pathways:
+        return []
+    distances = np.stack([gate_distances(p.active, gates) for p in network.pathways])
+    nearest = distances.min(axis=0)
+    return list((distances == nearest) & np.any(gates, axis=0))
 
 
 def aligned_mode_seeds(
@@ -110,11 +130,11 @@ def aligned_mode_seeds(
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(P, Q)`` per mode at the end of the alignment phase of ``seed``.
 
-    ``modes`` lists ``(pathway index, u, v)``. Only units whose settled pattern is exactly the
-    pathway's gate count: ``b_i = u . W2[outputs, i]``, ``c_i = W1[i, inputs] . v``,
+    ``modes`` lists ``(pathway index, u, v)``. Only the units that start the pathway count
+    (:func:`starting_units`: settled pattern its gate, or nearest to it): ``b_i = u . W2[outputs, i]``, ``c_i = W1[i, inputs] . v``,
     ``P = sum (b_i + c_i)^2``, ``Q = sum (b_i - c_i)^2``. A balanced mode has ``a = (P - Q)/4``."""
     gates, w1, w2 = alignment.gates[seed], alignment.w1[seed], alignment.w2[seed]
-    matched = [pattern_matches(p.active, gates) for p in network.pathways]
+    matched = starting_units(network, gates)
     ps, qs = [], []
     for index, u, v in modes:
         pathway = network.pathways[index]
@@ -126,22 +146,21 @@ def aligned_mode_seeds(
 
 
 def aligned_maps(network: Network, alignment: Alignment, seed: int) -> list[np.ndarray]:
-    """Per pathway, the map ``sum_i W2[outputs, i] W1[i, inputs]`` of the units whose settled
-    pattern (seed ``seed``) is exactly its gate: where its weight chain starts."""
+    """Per pathway, the map ``sum_i W2[outputs, i] W1[i, inputs]`` of the units that start it
+    (:func:`starting_units`, seed ``seed``): where its weight chain starts."""
     gates, w1, w2 = alignment.gates[seed], alignment.w1[seed], alignment.w2[seed]
     maps = []
-    for pathway in network.pathways:
-        matched = pattern_matches(pathway.active, gates)
+    for pathway, matched in zip(network.pathways, starting_units(network, gates)):
         maps.append(w2[np.array(pathway.outputs)][:, matched] @ w1[matched][:, np.array(pathway.inputs)])
     return maps
 
 
 def unmatched_units(network: Network, alignment: Alignment) -> list[int]:
-    """Per seed, the units that are on somewhere but whose settled pattern is no pathway's gate."""
+    """Per seed, the units that are on somewhere but start no pathway (:func:`starting_units`)."""
     counts = []
     for gates in alignment.gates:
         matched = np.zeros(gates.shape[1], dtype=bool)
-        for pathway in network.pathways:
-            matched |= pattern_matches(pathway.active, gates)
+        for starts in starting_units(network, gates):
+            matched |= starts
         counts.append(int(np.sum(~matched & np.any(gates, axis=0))))
     return counts

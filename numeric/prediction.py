@@ -7,7 +7,9 @@
 - ``"race ODE"``: the neural race reduction (THEORY Eq. 6) integrated numerically, for
   modes that share a basis but have no closed form (depth > 2, couplings);
 - ``"reduced flow"``: the exact gradient flow on each pathway's weight chain (THEORY Eq. 3),
-  for interacting pathways without a closed form, where no shared basis need exist.
+  for interacting pathways without a closed form, where no shared basis need exist, and for
+  pathways whose ``Sigma_x`` does not share the modes' input vectors (Assumption 2.1.1 fails,
+  as on real data): there the race ODE would drop the input directions outside the modes.
 
 Initial conditions come from :mod:`numeric.initial_conditions`: the pathway width and the init
 scale, a ReLU network's initial weights, or the end of its alignment phase
@@ -79,7 +81,7 @@ class Prediction:
     def kind(self) -> str:
         """``"closed form"``, ``"race ODE"`` or ``"reduced flow"`` (see the module docstring)."""
         d = self.derivation
-        if d.cross_correlations and not d.has_closed_form:
+        if d.diagonalisation_failures or (d.cross_correlations and not d.has_closed_form):
             return REDUCED_FLOW
         return CLOSED_FORM if d.has_closed_form else RACE_ODE
 

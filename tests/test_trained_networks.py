@@ -43,7 +43,7 @@ def test_gdln_with_explicit_gates_follows_closed_form(xor_task, xor_models, netw
     "delta, follows, initial_conditions, tolerance, t_half_rtol",
     [
         (0.5, "xor", "alignment", 0.01, 0.01),
-        (2.5, "linear", "alignment", 0.01, 0.01),
+        (3.0, "linear", "alignment", 0.01, 0.01),
         (0.5, "xor", "weights", 0.065, 0.03),
         (3.0, "linear", "weights", 0.05, 0.03),
     ],

@@ -352,6 +352,36 @@ def section6_task(hidden: int = 128, init_scale: float = 0.02, seeds: int = 5) -
 DIGITS_DECIMALS = 4
 
 
+def _digit_pixels(
+    classes: list[int], per_class: int, projection: int | None, seed: int, where: str
+) -> tuple[np.ndarray, list[int], list[int]]:
+    """The first ``per_class`` images of each of ``classes`` from scikit-learn's bundled digits:
+    pixels centred over them, constant pixels dropped, optionally projected onto ``projection``
+    seeded Gaussian directions, scaled to mean squared norm 1; with each image's class position and digit."""
+    from sklearn.datasets import load_digits
+
+    if not classes or len(set(classes)) != len(classes) or not all(0 <= c <= 9 for c in classes):
+        raise SpecError(where, "classes", f"expected distinct digits 0-9, got {classes}")
+    digits = load_digits()
+    chosen = []
+    for c in classes:
+        found = np.flatnonzero(digits.target == c)
+        if per_class < 1 or per_class > len(found):
+            raise SpecError(where, "per-class", f"between 1 and {len(found)} images of digit {c}")
+        chosen.extend(found[:per_class].tolist())
+    pixels = digits.data[chosen].astype(float)
+    pixels = pixels - pixels.mean(axis=0)
+    pixels = pixels[:, np.any(pixels != 0, axis=0)]
+    if projection is not None:
+        if projection < 1 or projection > 64:
+            raise SpecError(where, "projection", f"between 1 and 64 dimensions, got {projection}")
+        matrix = np.random.default_rng(seed).normal(size=(pixels.shape[1], projection)) / np.sqrt(projection)
+        pixels = pixels @ matrix
+    pixels = pixels / np.sqrt(np.mean(np.sum(pixels**2, axis=1)))
+    digit_of = [int(digits.target[n]) for n in chosen]
+    return pixels, [classes.index(d) for d in digit_of], digit_of
+
+
 def digits_task(
     classes: Sequence[int] = (0, 1, 2),
     per_class: int = 50,
@@ -372,38 +402,18 @@ def digits_task(
     = D`` the centred pixels are first projected onto ``D`` dimensions by a seeded Gaussian
     matrix. Candidates: ``linear`` (one pathway on every image) and ``by-class`` (one pathway per
     class, active on its images)."""
-    from sklearn.datasets import load_digits
-
     classes = [int(c) for c in classes]
-    if not classes or len(set(classes)) != len(classes) or not all(0 <= c <= 9 for c in classes):
-        raise SpecError("digits_task", "classes", f"expected distinct digits 0-9, got {classes}")
-    digits = load_digits()
-    chosen = []
-    for c in classes:
-        found = np.flatnonzero(digits.target == c)
-        if per_class < 1 or per_class > len(found):
-            raise SpecError("digits_task", "per-class", f"between 1 and {len(found)} images of digit {c}")
-        chosen.extend(found[:per_class].tolist())
-    pixels = digits.data[chosen].astype(float)
-    pixels = pixels - pixels.mean(axis=0)
-    pixels = pixels[:, np.any(pixels != 0, axis=0)]
-    if projection is not None:
-        if projection < 1 or projection > 64:
-            raise SpecError("digits_task", "projection", f"between 1 and 64 dimensions, got {projection}")
-        matrix = np.random.default_rng(seed).normal(size=(pixels.shape[1], projection)) / np.sqrt(projection)
-        pixels = pixels @ matrix
-    pixels = pixels / np.sqrt(np.mean(np.sum(pixels**2, axis=1)))
+    pixels, labels, digit_of = _digit_pixels(classes, per_class, projection, seed, "digits_task")
     inputs = np.round(pixels, DIGITS_DECIMALS)
-    labels = [classes.index(int(t)) for t in digits.target[chosen]]
     targets = np.eye(len(classes), dtype=int)[labels]
-    images = list(range(len(chosen)))
+    images = list(range(len(labels)))
     return {
         "title": f"digits {','.join(map(str, classes))}, {per_class} images each"
         + ("" if projection is None else f", projected to {projection} dimensions"),
         "data": {
             "inputs": [[float(v) for v in row] for row in inputs],
             "targets": targets.tolist(),
-            "labels": {"digit": [int(digits.target[n]) for n in chosen]},
+            "labels": {"digit": digit_of},
         },
         "training": {
             "learning_rate": learning_rate,
@@ -422,4 +432,72 @@ def digits_task(
                 ],
             },
         ],
+    }
+
+
+def digits_routing_task(
+    domains: int,
+    trained: int,
+    classes: Sequence[int] = (0, 1, 2),
+    per_class: int = 10,
+    seed: int = 0,
+    hidden: int = 64,
+    init_scale: float = 0.02,
+    learning_rate: float = 0.1,
+    epochs: int = 3000,
+) -> dict:
+    """Spec dictionary of the slides' naturalistic routing task (Neural Race Reduction, Figure 7)
+    on scikit-learn's bundled digits.
+
+    Input domain ``i`` shows every chosen image (:func:`digits_task`'s pixels) through its own
+    fixed random rotation of the pixels; output domain ``j`` names the class through its own fixed
+    permutation of the labels (both seeded), as ``C e_k - 1`` over the ``C`` classes: one-hot
+    scaled and centred, so that a network without biases can fit it. The routes, labels and candidates are
+    :func:`routing_task`'s: input domain ``i`` is trained with output domains ``i, ..., i+K-1``
+    (mod M), and ``item`` is the image."""
+    if domains < 2:
+        raise SpecError("digits_routing_task", "domains", f"needs at least 2 domains, got {domains}")
+    if not 1 <= trained <= domains:
+        raise SpecError("digits_routing_task", "trained", f"needs 1 <= trained <= domains ({domains}), got {trained}")
+    classes = [int(c) for c in classes]
+    pixels, labels, _ = _digit_pixels(classes, per_class, None, seed, "digits_routing_task")
+    rng = np.random.default_rng(seed)
+    width, count = pixels.shape[1], len(classes)
+    rotated = []
+    for _ in range(domains):
+        q, r = np.linalg.qr(rng.normal(size=(width, width)))
+        rotated.append(np.round(pixels @ (q * np.sign(np.diag(r))), DIGITS_DECIMALS))
+    permutations = [rng.permutation(count) for _ in range(domains)]
+    routes = [(i, (i + r) % domains) for i in range(domains) for r in range(trained)]
+    inputs, targets, source_labels, target_labels, item_labels = [], [], [], [], []
+    for i, j in routes:
+        for a, label in enumerate(labels):
+            row = np.zeros(domains * width)
+            row[i * width : (i + 1) * width] = rotated[i][a]
+            # centred targets (count e_k - 1): the bias-free network cannot output the mean 1/count,
+            # so with one-hot targets every route would keep a floor of 1/count of its loss
+            out = [0] * (domains * count)
+            out[j * count : (j + 1) * count] = [-1] * count
+            out[j * count + int(permutations[j][label])] = count - 1
+            inputs.append([float(v) for v in row])
+            targets.append(out)
+            source_labels.append(i)
+            target_labels.append(j)
+            item_labels.append(a)
+    return {
+        "title": f"Routing task on digits {','.join(map(str, classes))} ({per_class} images each): "
+        f"{domains} domains, {trained} trained output domains per input domain",
+        "data": {
+            "inputs": inputs,
+            "targets": targets,
+            "labels": {"input_domain": source_labels, "output_domain": target_labels, "item": item_labels},
+        },
+        "training": {
+            "learning_rate": learning_rate,
+            "init_scale": init_scale,
+            "epochs": epochs,
+            "hidden_units": hidden,
+            "seeds": 3,
+        },
+        "network": [_routing_network(scheme, domains, width, count, hidden, routes) for scheme in ROUTING_SCHEMES],
     }

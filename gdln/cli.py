@@ -467,10 +467,14 @@ def cmd_zero_shot(args):
         seeds=args.seeds or 2,
         epochs=args.epochs or 3000,
         scale_trained=args.scale_trained,
+        data=args.data,
     )
 
     def render(r):
-        print(f"{r['network']} on the routing task, M = {r['domains']}, {r['seeds']} seed(s): loss / zero-output loss")
+        print(
+            f"{r['network']} on the routing task ({r['data']}), M = {r['domains']}, {r['seeds']} seed(s): "
+            "loss / zero-output loss"
+        )
         for e in r["by_trained"]:
             print(f"  K = {e['trained_domains']}: trained {_mean(e['trained'])}, untrained {_mean(e['untrained'])}")
         for e in r["by_init_scale"]:
@@ -714,6 +718,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--scale-trained", type=int, help="K of the init-scale sweep (default M // 2)")
     p.add_argument("--seeds", type=int)
     p.add_argument("--epochs", type=int)
+    p.add_argument(
+        "--data",
+        choices=["hierarchy", "digits"],
+        default="hierarchy",
+        help="the slides' hierarchy items (Figure 5, default) or digits through per-domain rotations and "
+        "label permutations (Figure 7)",
+    )
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(run=cmd_zero_shot)
 

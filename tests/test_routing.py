@@ -150,6 +150,23 @@ def test_zero_shot_error_falls_with_k_over_m_and_rises_with_init_scale(capsys):
 
 
 @pytest.mark.slow
+def test_zero_shot_on_digits_routes_like_the_slides_figure7(capsys):
+    """The naturalistic routing task (digits through per-domain rotations and label permutations):
+    K = 1 never generalises, K >= 2 does at small init, and a larger init scale loses it."""
+    assert main(["zero-shot", "--domains", "4", "--data", "digits", "--init-scales", "0.01,0.2", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["data"] == "digits"
+    untrained_by_k = np.array([e["untrained"] for e in report["by_trained"]])  # K = 1, 2, 3 x seeds
+    trained_by_k = np.array([e["trained"] for e in report["by_trained"]])
+    assert np.all(trained_by_k < 0.01)  # every K fits its trained routes
+    assert np.all(untrained_by_k[0] > 1.0) and np.all(untrained_by_k[1:] < 0.01)
+    small, large = (np.array(e["untrained"]) for e in report["by_init_scale"])
+    assert np.all(small < 0.01) and np.all(large > 0.3)
+    similarity_small, similarity_large = (np.array(e["similarity"]) for e in report["by_init_scale"])
+    assert np.all(similarity_small > 0.9) and np.all(similarity_large < 0.2)
+
+
+@pytest.mark.slow
 def test_section6_two_hidden_layers_against_the_shared_layer_gdln():
     """Paper Section 6 over 5 seeds: both networks learn the task, and the ReLU network's second
     layer gates on patterns no single ReLU unit on the inputs can make (depth breaks Lemma 4.1).

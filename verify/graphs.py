@@ -21,7 +21,7 @@ from derive import cache
 from derive.errors import SpecError
 from derive.shared import TAU, SharedReduction
 from derive.spec import Task, task_from_dict
-from derive.tasks import routing_task
+from derive.tasks import digits_routing_task, routing_task
 from numeric.data import NumericDataset
 from numeric.graph_network import graph_forward, graph_layout, train_graph
 from numeric.shared_flow import SharedFlow
@@ -306,6 +306,8 @@ def cross_domain_similarity(task: Task, network: str, weights_by_seed, inputs, t
 
 
 ZERO_SHOT_INIT_SCALES = (0.01, 0.05, 0.1, 0.2, 0.3)
+#: the routing task's data: the slides' hierarchy items, or digits through rotations and permutations
+ZERO_SHOT_DATA = ("hierarchy", "digits")
 
 
 def zero_shot_report(
@@ -319,19 +321,25 @@ def zero_shot_report(
     learning_rate: float = ZERO_SHOT_LEARNING_RATE,
     scale_trained: int | None = None,
     curves: bool = False,
+    data: str = "hierarchy",
 ) -> dict:
     """Error on trained and untrained routes of ``network`` trained from random weights (seeds
     0..seeds-1), over K = ``trained`` (default 1..M-1, at init scale 0.02: slides' Figure 5c) and
     over ``init_scales`` (at K = ``scale_trained``, default M // 2: Figure 6b). Errors are the
-    loss over the loss of a zero output on the same routes; ``curves`` adds the training losses."""
+    loss over the loss of a zero output on the same routes; ``curves`` adds the training losses.
+    ``data`` is ``"hierarchy"`` (:func:`derive.tasks.routing_task`, slides' Figure 5) or
+    ``"digits"`` (:func:`derive.tasks.digits_routing_task`, the naturalistic Figure 7)."""
+    if data not in ZERO_SHOT_DATA:
+        raise SpecError("zero-shot", "--data", f"expected one of {', '.join(ZERO_SHOT_DATA)}, got {data!r}")
+    build = routing_task if data == "hierarchy" else digits_routing_task
     trained = list(trained or range(1, domains))
     scale_trained = scale_trained or max(1, domains // 2)
     if not 1 <= scale_trained < domains:
         raise SpecError("zero-shot", "--scale-trained", f"needs 1 <= K < domains ({domains}) to leave untrained routes")
 
     def run(k: int, scale: float) -> dict[str, Any]:
-        spec = routing_task(domains, k, init_scale=scale, learning_rate=learning_rate, epochs=epochs)
-        task = task_from_dict(spec, source=f"routing M={domains} K={k}")
+        spec = build(domains, k, init_scale=scale, learning_rate=learning_rate, epochs=epochs)
+        task = task_from_dict(spec, source=f"routing ({data}) M={domains} K={k}")
         inputs, targets = NumericDataset(task)([])
         graph = task.network(network).graph
         assert graph is not None  # routing candidates are graphs
@@ -353,6 +361,7 @@ def zero_shot_report(
         for scale in tqdm(init_scales, desc="zero-shot: init scale", disable=None, leave=False)
     ]
     return {
+        "data": data,
         "domains": domains,
         "network": network,
         "seeds": seeds,

@@ -308,13 +308,28 @@ def cmd_unique(args):
 
     def render(report):
         print(f"{report['automorphisms']} automorphism(s) of the data; candidates: {report['candidates']}")
-        for k, orbit in enumerate(report["orbits"]):
-            print(f"  orbit {k + 1}: {', '.join(orbit['networks'])}  t_90 {_fmt(orbit['t_90'])}")
+        search = report.get("search")
+        if search:
+            print(
+                f"search: {len(search['patterns'])} realizable patterns, {search['candidates']} networks of at most "
+                f"{search['max_pathways']} pathways, {search['pruned_without_leader']} without a fastest pattern, "
+                f"{search['orbits_raced']} orbits raced"
+            )
+        for k, orbit in enumerate(report["orbits"][: 10 if search else None]):
+            gates = "; ".join(",".join(map(str, p)) for p in orbit["pathways"][0]) if search else ""
+            print(
+                f"  orbit {k + 1}: {', '.join(orbit['networks'])}  t_90 {_fmt(orbit['t_90'])}"
+                + (f"  pathways on datapoints {gates}" if gates else "")
+            )
         margin = report["margin"]
         verdict = "unique" if report["unique"] else "not unique"
         print(f"fastest orbit: {verdict} (margin {_fmt(margin)}, tolerance {report['tolerance']})")
 
-    _emit(unique_report(_load(args), _overrides(args)), args.json, render)
+    _emit(
+        unique_report(_load(args), _overrides(args), max_pathways=args.max_pathways, patterns=args.patterns),
+        args.json,
+        render,
+    )
 
 
 def cmd_simulate(args):
@@ -638,6 +653,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(run=cmd_union)
 
     p = with_spec("unique", "orbits of the candidates under the data's symmetries, and whether the winner is unique")
+    p.add_argument(
+        "--max-pathways",
+        type=int,
+        help="race every network of at most N realizable gate patterns (at most 16 datapoints) instead of the spec's",
+    )
+    p.add_argument(
+        "--patterns",
+        choices=["all", "contexts"],
+        default="all",
+        help="with --max-pathways: every realizable pattern, or the unions of whole contexts (data.contexts)",
+    )
     p.set_defaults(run=cmd_unique)
 
     for name, help_text, run in (

@@ -150,3 +150,76 @@ def test_unique_command_json_contract(capsys):
     assert set(report) >= {"automorphisms", "datapoint_orbits", "orbits", "unique", "margin", "tolerance", "union"}
     assert report["datapoint_orbits"] == [[0], [1, 2], [3]]
     assert all({"networks", "t_90", "t_90_spread", "final_loss"} <= set(o) for o in report["orbits"])
+
+
+@pytest.mark.slow
+def test_search_finds_the_papers_network_as_the_unique_fastest_orbit_on_two_items():
+    """Section 4's task reduced to 2 items (hierarchy blocks): among every network of at most 4
+    unions of contexts, common + the three two-context pathways is alone in front."""
+    task = task_from_dict(context_task(2, 3, ["hierarchy"] * 3))
+    report = unique_report(task, max_pathways=4, patterns="contexts")
+    contexts = task.contexts
+    assert contexts is not None
+    on = {c: {n for n, k in enumerate(contexts) if k == c} for c in set(contexts)}
+    every = tuple(range(task.num_datapoints))
+    paper = {every} | {tuple(sorted(on[a] | on[b])) for a, b in [(1, 2), (1, 3), (2, 3)]}
+    assert {tuple(p) for p in report["orbits"][0]["pathways"][0]} == paper
+    assert report["unique"] and report["margin"] > report["tolerance"]
+    search = report["search"]
+    assert search["perron_frobenius_violations"] == []
+    # every candidate is accounted for: pruned for lacking the fastest pattern, or in a raced orbit
+    assert search["candidates"] == search["pruned_without_leader"] + sum(search["orbit_sizes"])
+    assert search["orbits_raced"] == len(report["orbits"]) == len(search["orbit_sizes"])
+    leaders = {tuple(p["active"]) for p in search["patterns"] if p["leads"]}
+    assert leaders == {every}  # Perron-Frobenius: the common pathway has the largest singular value
+    assert all(leaders & {tuple(p) for p in o["pathways"][0]} for o in report["orbits"])
+
+
+def test_search_orbits_are_distinct_and_complete_on_xor():
+    """Brute force over the automorphisms: no two raced networks are images of each other, and
+    every unpruned network of at most 2 realizable patterns is the image of a raced one."""
+    from itertools import combinations
+
+    from verify.search import search_networks
+
+    task = task_from_dict(xor_task())
+    networks, search = search_networks(task, {"Delta": 1.0}, 2)
+    group = automorphisms(task)
+    forms = [canonical_form(n, group) for n in networks]
+    assert len(set(forms)) == len(forms) == search["orbits_raced"]
+    patterns = [tuple(p["active"]) for p in search["patterns"]]
+    leaders = {tuple(p["active"]) for p in search["patterns"] if p["leads"]}
+    unpruned = [c for size in (1, 2) for c in combinations(patterns, size) if leaders & set(c)]
+    images = set()
+    for chosen in unpruned:
+        for g in group:
+            images.add(tuple(sorted(tuple(sorted(g.datapoints[n] for n in p)) for p in chosen)))
+    raced = {tuple(sorted(tuple(p.active) for p in n.pathways)) for n in networks}
+    assert raced <= images and len(unpruned) == sum(search["orbit_sizes"])
+    assert search["unrealizable_patterns"] == 1  # all four points: w . (x0 + x3) > 0 > w . (x1 + x2)
+
+
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        (["--max-pathways", "0"], "--max-pathways"),
+        (["--max-pathways", "2", "--patterns", "contexts"], "data.contexts"),
+    ],
+)
+def test_search_bad_input_is_a_one_line_error(capsys, args, fragment):
+    from gdln.cli import main
+
+    from .conftest import XOR_SPEC
+
+    assert main(["unique", str(XOR_SPEC), *args]) == 2
+    err = capsys.readouterr().err
+    assert fragment in err and err.count("\n") == 1
+
+
+def test_search_refuses_more_than_sixteen_datapoints(capsys):
+    from gdln.cli import main
+
+    from .conftest import ROOT
+
+    assert main(["unique", str(ROOT / "examples" / "section4_context.toml"), "--max-pathways", "2"]) == 2
+    assert "at most 16 datapoints" in capsys.readouterr().err

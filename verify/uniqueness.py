@@ -18,6 +18,7 @@ from derive.spec import Task
 from numeric.prediction import TaskPredictions
 
 from .reports import race_order, race_report
+from .search import searched_task
 from .union import union_report
 
 #: relative margin by which the fastest orbit must lead for the winner to be unique
@@ -36,9 +37,20 @@ def _margin(first: dict[str, Any], second: dict[str, Any]) -> float | None:
     return (second["final_loss"] - first["final_loss"]) / first["final_loss"]
 
 
-def unique_report(task: Task, overrides: Mapping[str, float] | None = None) -> dict:
+def unique_report(
+    task: Task,
+    overrides: Mapping[str, float] | None = None,
+    *,
+    max_pathways: int | None = None,
+    patterns: str = "all",
+) -> dict:
     """Orbits of the spec's candidate networks, their race, whether the fastest orbit is alone,
-    and the union network's growth."""
+    and the union network's growth. With ``max_pathways`` the candidates are the exhaustive
+    search's (:mod:`verify.search`): every network of at most that many realizable patterns
+    (``patterns``: ``"all"`` or ``"contexts"``)."""
+    search = None
+    if max_pathways is not None:
+        task, search = searched_task(task, overrides, max_pathways, patterns)
     if not task.networks:
         raise SpecError(task.source, "network", "uniqueness needs at least one [[network]]")
     models = TaskPredictions(task)
@@ -63,9 +75,14 @@ def unique_report(task: Task, overrides: Mapping[str, float] | None = None) -> d
     margin = _margin(orbits[0], orbits[1]) if len(orbits) > 1 else None
     unique = len(orbits) == 1 or (margin is not None and margin > UNIQUENESS_TOLERANCE)
     union = union_report(task, overrides)
-    return {
+    names = {n.name: n for n in task.networks}
+    for orbit in orbits:
+        orbit["pathways"] = [[list(p.active) for p in names[m].pathways] for m in orbit["networks"]]
+    report: dict[str, Any] = {
         "parameters": race["parameters"],
-        "candidates": "the spec's networks",
+        "candidates": "the spec's networks"
+        if search is None
+        else f"every network of at most {max_pathways} realizable patterns ({patterns}), one per orbit (search)",
         "automorphisms": len(group),
         "datapoint_orbits": datapoint_orbits(group, task.num_datapoints),
         "orbits": orbits,
@@ -79,3 +96,6 @@ def unique_report(task: Task, overrides: Mapping[str, float] | None = None) -> d
             ]
         },
     }
+    if search is not None:
+        report["search"] = search
+    return report

@@ -1,0 +1,155 @@
+"""The exhaustive race of Proposition 4.2 (issue: the race over every ReLN a ReLU layer can
+implement, part 2): every network of at most ``max_pathways`` pathways whose gates one ReLU unit
+without bias can implement, pruned by the bounds of the paper's proof, one per orbit of the data's
+automorphisms.
+
+Every realizable pattern (:func:`verify.realizability.realizable`), or every realizable union of
+whole contexts, gives one pathway with all inputs and outputs, as a ReLU unit sees them. Pruning, each step reported with its count:
+
+- a pattern whose effective correlations ``Sigma_yx`` vanish is dropped: its pathway is never
+  driven and stays at its seed;
+- Appendix E's first step: the network learns first through its pathway of largest singular value,
+  and interlacing (fewer inputs or outputs) and Perron-Frobenius (fewer datapoints, for
+  nonnegative ``Sigma_yx``) bound which patterns attain the largest over all patterns. A candidate
+  without such a pattern starts its first drop later than one with it and is not raced. The
+  search checks the Perron-Frobenius bound on every nested pair it visits and reports violations;
+- networks in one orbit of the automorphisms learn identically: one is raced per orbit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from itertools import combinations, product
+from typing import Any
+
+import numpy as np
+
+from derive.automorphisms import automorphisms, canonical_form
+from derive.errors import SpecError
+from derive.spec import Network, Pathway, Task
+from numeric.data import NumericDataset
+
+from .realizability import MAX_LEMMA_DATAPOINTS, realizable
+
+#: relative tolerance of the singular-value comparisons (float64 SVD of exact data)
+SPEED_TOLERANCE = 1e-9
+#: at most this many networks are raced (after pruning and symmetry); more is refused with the count
+MAX_RACED_NETWORKS = 400
+
+
+def _pattern_name(pattern: tuple[int, ...]) -> str:
+    return "on-" + "-".join(map(str, pattern))
+
+
+#: which gate patterns the search builds pathways from
+PATTERN_SETS = ("all", "contexts")
+
+
+def search_networks(
+    task: Task, overrides: Mapping[str, float] | None, max_pathways: int, patterns: str = "all"
+) -> tuple[tuple[Network, ...], dict[str, Any]]:
+    """The networks the search races (one per orbit) and the search's account of itself.
+
+    ``patterns`` is ``"all"`` (every realizable pattern) or ``"contexts"`` (the realizable unions
+    of whole contexts, ``data.contexts``: the patterns of the paper's candidates)."""
+    if patterns not in PATTERN_SETS:
+        raise SpecError(task.source, "--patterns", f"expected one of {', '.join(PATTERN_SETS)}, got {patterns!r}")
+    if patterns == "contexts" and task.contexts is None:
+        raise SpecError(task.source, "data.contexts", "--patterns contexts needs data.contexts")
+    if not 1 <= max_pathways <= 8:
+        raise SpecError(task.source, "--max-pathways", f"must be between 1 and 8, got {max_pathways}")
+    count = task.num_datapoints
+    if count > MAX_LEMMA_DATAPOINTS:
+        raise SpecError(
+            task.source,
+            "data",
+            f"the search enumerates gate patterns of at most {MAX_LEMMA_DATAPOINTS} datapoints, got {count}",
+        )
+    values = task.values(overrides)
+    inputs, targets = (np.asarray(a) for a in NumericDataset(task)([float(values[p]) for p in task.parameters]))
+    if patterns == "contexts":
+        labels = sorted(set(task.contexts or ()))
+        gates = [
+            tuple(n for n, c in enumerate(task.contexts or ()) if c in chosen)
+            for size in range(1, len(labels) + 1)
+            for chosen in combinations(labels, size)
+        ]
+    else:
+        gates = [tuple(k for k, b in enumerate(bits) if b) for bits in product((0, 1), repeat=count) if any(bits)]
+    found = [g for g in gates if realizable(inputs, frozenset(g))[0]]
+    correlations = {p: targets[list(p)].T @ inputs[list(p)] / count for p in found}
+    speed = {p: float(np.linalg.norm(c, 2)) if c.size else 0.0 for p, c in correlations.items()}
+    scale = max(speed.values(), default=0.0)
+    driven = [p for p in found if speed[p] > SPEED_TOLERANCE * max(scale, 1.0)]
+    leaders = {p for p in driven if speed[p] >= scale * (1 - SPEED_TOLERANCE)}
+    violations = [
+        [list(a), list(b)]
+        for a in driven
+        for b in driven
+        if set(a) < set(b)
+        and np.all(correlations[b] >= -SPEED_TOLERANCE)
+        and speed[a] > speed[b] * (1 + SPEED_TOLERANCE)
+    ]
+    group = automorphisms(task)
+    units = task.training.hidden_units
+    orbits: dict[tuple, list[tuple[tuple[int, ...], ...]]] = {}
+    considered = without_leader = 0
+    for size in range(1, max_pathways + 1):
+        for chosen in combinations(driven, size):
+            considered += 1
+            if not leaders.intersection(chosen):
+                without_leader += 1
+                continue
+            network = _network("candidate", chosen, task, units)
+            orbits.setdefault(canonical_form(network, group), []).append(chosen)
+    if len(orbits) > MAX_RACED_NETWORKS:
+        raise SpecError(
+            task.source,
+            "--max-pathways",
+            f"{len(orbits)} orbits of candidate networks to race (at most {MAX_RACED_NETWORKS}); lower --max-pathways",
+        )
+    networks = tuple(_network(f"search-{k + 1}", members[0], task, units) for k, members in enumerate(orbits.values()))
+    report = {
+        "max_pathways": max_pathways,
+        "pattern_set": patterns,
+        "patterns": [{"active": list(p), "speed": speed[p], "leads": p in leaders} for p in found],
+        "unrealizable_patterns": len(gates) - len(found),
+        "undriven_patterns": [list(p) for p in found if p not in driven],
+        "candidates": considered,
+        "pruned_without_leader": without_leader,
+        "orbits_raced": len(networks),
+        "orbit_sizes": [len(members) for members in orbits.values()],
+        "perron_frobenius_violations": violations,
+        "rule": (
+            "pathways: every realizable pattern with all inputs and outputs; dropped: patterns with Sigma_yx = 0; "
+            "raced: networks containing a pattern of the largest singular value, one per orbit"
+        ),
+    }
+    return networks, report
+
+
+def _network(name: str, chosen: tuple[tuple[int, ...], ...], task: Task, units: int) -> Network:
+    share = max(1, units // len(chosen))
+    return Network(
+        name=name,
+        pathways=tuple(
+            Pathway(
+                name=_pattern_name(p),
+                active=p,
+                inputs=tuple(range(task.num_inputs)),
+                outputs=tuple(range(task.num_outputs)),
+                hidden_layers=1,
+                units=share,
+            )
+            for p in chosen
+        ),
+    )
+
+
+def searched_task(
+    task: Task, overrides: Mapping[str, float] | None, max_pathways: int, patterns: str = "all"
+) -> tuple[Task, dict]:
+    """``task`` with its candidates replaced by the search's networks, and the search's report."""
+    networks, report = search_networks(task, overrides, max_pathways, patterns)
+    return replace(task, networks=networks), report

@@ -3,8 +3,8 @@ Section 4 ReLU network's hidden activity, and the elbow of the found GDLN's erro
 
 Figure 8: the centroids for k = 3, 4, 5, one row per cluster, one column per datapoint
 (context-major, 8 items per context), shaded by the fraction of the cluster's rows that are on.
-Figure 9: the mean squared difference between the mean ReLU loss and the found GDLN's loss
-against k, with the kneedle elbow marked. One run of ``find-gates`` serves both.
+Figure 9: the mean squared difference between the mean ReLU loss and the found GDLN's predicted
+loss (its reduced flow from the runs' alignment phase) against k, with the elbow marked. One run of ``find-gates`` serves both.
 """
 
 from __future__ import annotations

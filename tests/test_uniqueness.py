@@ -223,3 +223,18 @@ def test_search_refuses_more_than_sixteen_datapoints(capsys):
 
     assert main(["unique", str(ROOT / "examples" / "section4_context.toml"), "--max-pathways", "2"]) == 2
     assert "at most 16 datapoints" in capsys.readouterr().err
+
+
+@pytest.mark.exhaustive  # about 3 minutes on 2 cores: 111 orbits raced
+def test_search_finds_common_plus_three_context_pathways_for_four_contexts():
+    """Section 5 with K = 4 contexts of 4 items: common + the (K-1)-context pathways, alone in front."""
+    task = task_from_dict(context_task(4, 4, ["hierarchy"] * 4))
+    report = unique_report(task, max_pathways=5, patterns="contexts")
+    contexts = task.contexts
+    assert contexts is not None
+    labels = sorted(set(contexts))
+    paper = {tuple(range(task.num_datapoints))} | {
+        tuple(n for n, c in enumerate(contexts) if c != dropped) for dropped in labels
+    }
+    assert {tuple(p) for p in report["orbits"][0]["pathways"][0]} == paper
+    assert report["unique"] and report["search"]["perron_frobenius_violations"] == []

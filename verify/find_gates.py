@@ -4,11 +4,14 @@ For each number of clusters ``k`` the rows of sampled hidden activity are cluste
 (:mod:`numeric.gate_finding`); the rounded centroids are the gates of a GDLN with one pathway
 per distinct non-empty pattern, its hidden units split in proportion to the clusters' shares
 of the rows that are on somewhere.
-That GDLN is trained with its explicit gates from the same init scale, learning rate and seeds
-as the ReLU network, and the mean squared difference between the two mean loss curves over
-every epoch is the clustering's error. The elbow of error against ``k`` is found by the kneedle
+That GDLN is predicted by the theory from the very ReLU runs whose gates were sampled: its exact
+reduced flow, each pathway started at the end of the runs' alignment phase from the units
+nearest its gate, stepped as gradient descent (as ``gdln verify``); the mean squared difference
+between the mean ReLU loss curve and the mean prediction is the clustering's error. Nothing is
+trained for it and nothing is fitted. The elbow of error against ``k`` is found by the kneedle
 rule on the error's logarithm (``kneed``, convex and decreasing, sensitivity
-:data:`KNEE_SENSITIVITY`).
+:data:`KNEE_SENSITIVITY`), capped at the first ``k`` within :data:`FLAT_FACTOR` of the
+smallest error.
 
 The found network's gates are checked for realizability by one bias-free ReLU unit (the LP of
 :mod:`verify.realizability`); the network is written as a ``[[network]]`` table that ``race``,
@@ -23,15 +26,23 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
+from derive.derivation import NetworkDerivation
 from derive.errors import SpecError
 from derive.spec import Network, Pathway, Task
 from numeric.data import NumericDataset
 from numeric.gate_finding import ROUNDING, Clustering, cluster_rows, relu_gate_snapshots
-from numeric.training import gdln_layout, train_gdln
+from numeric.prediction import GRADIENT_DESCENT, REDUCED_FLOW, Prediction, TaskPredictions
 
 from .checks import check_values
 from .realizability import realizable
-from .reports import check_training_size, network_toml
+from .reports import (
+    check_training_size,
+    epoch_grid,
+    network_toml,
+    relu_alignment,
+    relu_initial_weights,
+    theory_stride,
+)
 
 #: the paper samples every 100 epochs
 SNAPSHOT_INTERVAL = 100
@@ -42,6 +53,8 @@ KNEE_SENSITIVITY = 1.0
 DEFAULT_CLUSTERS = tuple(range(2, 9))
 #: errors below this count as this (a GDLN that matches to rounding)
 ERROR_FLOOR = 1e-30
+#: an error within this factor of the smallest is as good as it: no reason for more clusters
+FLAT_FACTOR = 2.0
 
 
 def found_network(clustering: Clustering, hidden_units: int, num_inputs: int, num_outputs: int, name: str) -> Network:
@@ -67,17 +80,24 @@ def found_network(clustering: Clustering, hidden_units: int, num_inputs: int, nu
 
 
 def elbow(ks: Sequence[int], errors: Sequence[float]) -> int | None:
-    """The kneedle elbow of ``log10(errors)`` against ``ks`` (convex, decreasing); ``None`` if it
-    finds none. On the logarithm because the error falls by orders of magnitude once the right
-    patterns are found (XoR: 0.1, 0.01, 1e-4, 1e-4, ...), and on a linear scale kneedle sees only
-    the first drop."""
+    """The kneedle elbow of ``log10(errors)`` against ``ks`` (convex, decreasing), but never past
+    the smallest ``k`` whose error is within :data:`FLAT_FACTOR` of the smallest error: more
+    clusters that gain nothing are no elbow (kneedle on a flat curve picks an arbitrary point).
+    ``None`` if kneedle finds none. On the logarithm because the error falls by orders of
+    magnitude once the right patterns are found (XoR: 0.1, 0.01, 1e-4, 1e-4, ...), and on a
+    linear scale kneedle sees only the first drop."""
     from kneed import KneeLocator
 
     if len(ks) < 3:
         return None
-    logs = np.log10(np.maximum(np.asarray(errors, dtype=float), ERROR_FLOOR))
-    knee = KneeLocator(list(ks), list(logs), curve="convex", direction="decreasing", S=KNEE_SENSITIVITY).knee
-    return None if knee is None else int(knee)
+    order = np.argsort(ks)
+    ks = [int(ks[i]) for i in order]
+    floored = np.maximum(np.asarray(errors, dtype=float)[order], ERROR_FLOOR)
+    first_flat = next(k for k, e in zip(ks, floored) if e <= FLAT_FACTOR * floored.min())
+    knee = KneeLocator(ks, list(np.log10(floored)), curve="convex", direction="decreasing", S=KNEE_SENSITIVITY).knee
+    if knee is None:
+        return None if first_flat == ks[-1] else first_flat
+    return min(int(knee), first_flat)
 
 
 def find_gates_report(
@@ -114,7 +134,13 @@ def find_gates_report(
         snapshots,
     )
     epochs = sampled.losses.shape[1] - 1
-    relu_mean = sampled.losses.mean(axis=0)
+    stride = theory_stride(epochs)
+    ts = epoch_grid(epochs, stride)
+    relu_mean = sampled.losses.mean(axis=0)[::stride]
+    vector = [float(values[p]) for p in task.parameters]
+    # the theory starts from the alignment phase of the very runs whose gates were sampled
+    models = TaskPredictions(task)
+    alignment = relu_alignment(models, relu_initial_weights(task, training), values, training)
     rows, counts = sampled.rows()
     entries, networks = [], {}
     for k in tqdm(sorted(set(clusters)), desc="find-gates", disable=None, leave=False):
@@ -122,17 +148,11 @@ def find_gates_report(
         network = found_network(clustering, training.hidden_units, task.num_inputs, task.num_outputs, f"found-{k}")
         networks[k] = network
         if network.pathways:
-            run = train_gdln(
-                inputs,
-                targets,
-                gdln_layout(network, task.num_datapoints),
-                training.init_scale,
-                training.learning_rate,
-                epochs,
-                seed_list,
-            )
-            gdln_mean = np.asarray(run.losses).mean(axis=0)
-            error = float(np.mean((relu_mean - gdln_mean) ** 2))
+            # the exact reduced flow of the found GDLN, every pathway started from the units nearest
+            # its gate at the end of the alignment phase, stepped as gradient descent: no training
+            prediction = Prediction(NetworkDerivation(task, network), kind=REDUCED_FLOW)
+            curve = prediction.aligned_loss_curve(ts, alignment, training.learning_rate, vector, time=GRADIENT_DESCENT)
+            error = float(np.mean((relu_mean - np.asarray(curve)) ** 2))
         else:
             error = float(np.mean((relu_mean - relu_mean[0]) ** 2))  # no pathway: the loss stays put
         entries.append(
@@ -167,7 +187,11 @@ def find_gates_report(
         "rounding": ROUNDING,
         "clusters": entries,
         "elbow": chosen,
-        "elbow_rule": f"kneedle (kneed) on log10(mse), convex decreasing, S = {KNEE_SENSITIVITY}",
+        "elbow_rule": (
+            f"kneedle (kneed) on log10(mse), convex decreasing, S = {KNEE_SENSITIVITY}; at most the first k "
+            f"within {FLAT_FACTOR:g}x of the smallest mse"
+        ),
+        "error_model": "theory: exact reduced flow from the runs' alignment phase, gradient descent",
     }
     if chosen is None:
         report["notes"] = ["kneedle found no elbow in the error curve; no network is chosen"]

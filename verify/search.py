@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import replace
 from itertools import combinations, product
+from math import comb
 from typing import Any
 
 import numpy as np
@@ -36,6 +37,8 @@ from .realizability import MAX_LEMMA_DATAPOINTS, realizable
 SPEED_TOLERANCE = 1e-9
 #: at most this many networks are raced (after pruning and symmetry); more is refused with the count
 MAX_RACED_NETWORKS = 400
+#: at most this many candidate networks are enumerated (each is compared under every automorphism)
+MAX_CANDIDATES = 20_000
 
 
 def _pattern_name(pattern: tuple[int, ...]) -> str:
@@ -60,11 +63,12 @@ def search_networks(
     if not 1 <= max_pathways <= 8:
         raise SpecError(task.source, "--max-pathways", f"must be between 1 and 8, got {max_pathways}")
     count = task.num_datapoints
-    if count > MAX_LEMMA_DATAPOINTS:
+    if patterns == "all" and count > MAX_LEMMA_DATAPOINTS:
         raise SpecError(
             task.source,
             "data",
-            f"the search enumerates gate patterns of at most {MAX_LEMMA_DATAPOINTS} datapoints, got {count}",
+            f"the search enumerates gate patterns of at most {MAX_LEMMA_DATAPOINTS} datapoints, got {count} "
+            "(--patterns contexts has no such limit)",
         )
     values = task.values(overrides)
     inputs, targets = (np.asarray(a) for a in NumericDataset(task)([float(values[p]) for p in task.parameters]))
@@ -91,6 +95,13 @@ def search_networks(
         and np.all(correlations[b] >= -SPEED_TOLERANCE)
         and speed[a] > speed[b] * (1 + SPEED_TOLERANCE)
     ]
+    total = sum(comb(len(driven), size) for size in range(1, max_pathways + 1))
+    if total > MAX_CANDIDATES:
+        raise SpecError(
+            task.source,
+            "--max-pathways",
+            f"{total} candidate networks of {len(driven)} patterns (at most {MAX_CANDIDATES}); lower --max-pathways",
+        )
     group = automorphisms(task)
     units = task.training.hidden_units
     orbits: dict[tuple, list[tuple[tuple[int, ...], ...]]] = {}

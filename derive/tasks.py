@@ -242,33 +242,56 @@ def routing_task(
     The slides' step (0.02) goes with a loss summed over datapoints; THEORY's loss is a mean over
     the ``M K items`` datapoints, so the default step is larger (0.3), with ``epochs`` enough for
     every candidate of M = 4 and M = 7 to learn."""
-    if domains < 2:
-        raise SpecError("routing_task", "domains", f"needs at least 2 domains, got {domains}")
-    if not 1 <= trained <= domains:
-        raise SpecError("routing_task", "trained", f"needs 1 <= trained <= domains ({domains}), got {trained}")
+    _check_routes(domains, trained, "routing_task")
     tree = hierarchy(items)
-    features = len(tree)
     rng = random.Random(seed)
     codes = []
     for _ in range(domains):
         order = rng.sample(range(items), items)
         signs = [rng.choice((-1, 1)) for _ in range(items)]
         codes.append([[int(signs[a]) if order[a] == k else 0 for k in range(items)] for a in range(items)])
+    features = [[[f[a] for f in tree] for a in range(items)]] * domains
+    title = f"Routing task: {domains} domains, {trained} trained output domains per input domain, {items} items"
+    return _routing_spec(title, trained, codes, features, hidden, init_scale, learning_rate, epochs)
+
+
+def _check_routes(domains: int, trained: int, where: str) -> None:
+    if domains < 2:
+        raise SpecError(where, "domains", f"needs at least 2 domains, got {domains}")
+    if not 1 <= trained <= domains:
+        raise SpecError(where, "trained", f"needs 1 <= trained <= domains ({domains}), got {trained}")
+
+
+def _routing_spec(
+    title: str,
+    trained: int,
+    codes: list,
+    features: list,
+    hidden: int,
+    init_scale: float,
+    learning_rate: float,
+    epochs: int,
+) -> dict:
+    """The routing task's spec from per-domain codes: ``codes[i][a]`` is item ``a``'s input in
+    input domain ``i``, ``features[j][a]`` its target in output domain ``j``. Input domain ``i`` is
+    trained with output domains ``i, ..., i+K-1`` (mod M); candidates are ``ROUTING_SCHEMES``."""
+    domains, items = len(codes), len(codes[0])
+    width, outputs = len(codes[0][0]), len(features[0][0])
     routes = [(i, (i + r) % domains) for i in range(domains) for r in range(trained)]
     inputs, targets, source_labels, target_labels, item_labels = [], [], [], [], []
     for i, j in routes:
         for a in range(items):
-            row = [0] * (domains * items)
-            row[i * items : (i + 1) * items] = codes[i][a]
-            out = [0] * (domains * features)
-            out[j * features : (j + 1) * features] = [f[a] for f in tree]
+            row = [0] * (domains * width)
+            row[i * width : (i + 1) * width] = codes[i][a]
+            out = [0] * (domains * outputs)
+            out[j * outputs : (j + 1) * outputs] = features[j][a]
             inputs.append(row)
             targets.append(out)
             source_labels.append(i)
             target_labels.append(j)
             item_labels.append(a)
-    spec: dict[str, Any] = {
-        "title": f"Routing task: {domains} domains, {trained} trained output domains per input domain, {items} items",
+    return {
+        "title": title,
         "data": {
             "inputs": inputs,
             "targets": targets,
@@ -281,9 +304,8 @@ def routing_task(
             "hidden_units": hidden,
             "seeds": 3,
         },
-        "network": [_routing_network(scheme, domains, items, features, hidden, routes) for scheme in ROUTING_SCHEMES],
+        "network": [_routing_network(scheme, domains, width, outputs, hidden, routes) for scheme in ROUTING_SCHEMES],
     }
-    return spec
 
 
 def _routing_network(scheme, domains, items, features, hidden, routes) -> dict:
@@ -455,49 +477,24 @@ def digits_routing_task(
     scaled and centred, so that a network without biases can fit it. The routes, labels and candidates are
     :func:`routing_task`'s: input domain ``i`` is trained with output domains ``i, ..., i+K-1``
     (mod M), and ``item`` is the image."""
-    if domains < 2:
-        raise SpecError("digits_routing_task", "domains", f"needs at least 2 domains, got {domains}")
-    if not 1 <= trained <= domains:
-        raise SpecError("digits_routing_task", "trained", f"needs 1 <= trained <= domains ({domains}), got {trained}")
+    _check_routes(domains, trained, "digits_routing_task")
     classes = [int(c) for c in classes]
     pixels, labels, _ = _digit_pixels(classes, per_class, None, seed, "digits_routing_task")
     rng = np.random.default_rng(seed)
     width, count = pixels.shape[1], len(classes)
-    rotated = []
+    codes = []
     for _ in range(domains):
         q, r = np.linalg.qr(rng.normal(size=(width, width)))
-        rotated.append(np.round(pixels @ (q * np.sign(np.diag(r))), DIGITS_DECIMALS))
-    permutations = [rng.permutation(count) for _ in range(domains)]
-    routes = [(i, (i + r) % domains) for i in range(domains) for r in range(trained)]
-    inputs, targets, source_labels, target_labels, item_labels = [], [], [], [], []
-    for i, j in routes:
-        for a, label in enumerate(labels):
-            row = np.zeros(domains * width)
-            row[i * width : (i + 1) * width] = rotated[i][a]
-            # centred targets (count e_k - 1): the bias-free network cannot output the mean 1/count,
-            # so with one-hot targets every route would keep a floor of 1/count of its loss
-            out = [0] * (domains * count)
-            out[j * count : (j + 1) * count] = [-1] * count
-            out[j * count + int(permutations[j][label])] = count - 1
-            inputs.append([float(v) for v in row])
-            targets.append(out)
-            source_labels.append(i)
-            target_labels.append(j)
-            item_labels.append(a)
-    return {
-        "title": f"Routing task on digits {','.join(map(str, classes))} ({per_class} images each): "
-        f"{domains} domains, {trained} trained output domains per input domain",
-        "data": {
-            "inputs": inputs,
-            "targets": targets,
-            "labels": {"input_domain": source_labels, "output_domain": target_labels, "item": item_labels},
-        },
-        "training": {
-            "learning_rate": learning_rate,
-            "init_scale": init_scale,
-            "epochs": epochs,
-            "hidden_units": hidden,
-            "seeds": 3,
-        },
-        "network": [_routing_network(scheme, domains, width, count, hidden, routes) for scheme in ROUTING_SCHEMES],
-    }
+        rotated = np.round(pixels @ (q * np.sign(np.diag(r))), DIGITS_DECIMALS)
+        codes.append([[float(v) for v in row] for row in rotated])
+    # centred targets (count e_k - 1): the bias-free network cannot output the mean 1/count,
+    # so with one-hot targets every route would keep a floor of 1/count of its loss
+    features = []
+    for _ in range(domains):
+        permutation = rng.permutation(count)
+        features.append([[count - 1 if k == permutation[label] else -1 for k in range(count)] for label in labels])
+    title = (
+        f"Routing task on digits {','.join(map(str, classes))} ({per_class} images each): "
+        f"{domains} domains, {trained} trained output domains per input domain"
+    )
+    return _routing_spec(title, trained, codes, features, hidden, init_scale, learning_rate, epochs)

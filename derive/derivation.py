@@ -15,7 +15,14 @@ import sympy
 from . import algebraic, formulas
 from .correlations import output_overlap, sigma_x, sigma_yx, target_power
 from .errors import DerivationError
-from .float_modes import FLOAT_DERIVATION_ENTRIES, derives_in_floats, float_modes, float_sigma_x, float_sigma_yx
+from .float_modes import (
+    FLOAT_DERIVATION_ENTRIES,
+    as_sympy,
+    derives_in_floats,
+    float_modes,
+    float_sigma_x,
+    float_sigma_yx,
+)
 from .modes import FLOAT_ZERO, PRECISION_DIGITS, Mode, find_modes, tidy, vanishes
 from .spec import Network, Pathway, Task
 from .symmetry import GroupReduction, Symmetry, product, scaled_hadamard
@@ -77,13 +84,12 @@ class NetworkDerivation:
     def pathways(self) -> tuple[PathwayDerivation, ...]:
         derived = []
         for pathway in self.network.pathways:
-            syx = sigma_yx(self.task, pathway)
-            sx = sigma_x(self.task, pathway, pathway)
-            if self.in_floats:
-                modes = tuple(
-                    float_modes(float_sigma_yx(self.task, pathway), float_sigma_x(self.task, pathway, pathway))
-                )
+            if self.in_floats:  # numpy's SVD of the float64 correlations (derive.float_modes)
+                syx_array, sx_array = float_sigma_yx(self.task, pathway), float_sigma_x(self.task, pathway, pathway)
+                syx, sx = as_sympy(syx_array), as_sympy(sx_array)
+                modes = tuple(float_modes(syx_array, sx_array))
             else:
+                syx, sx = sigma_yx(self.task, pathway), sigma_x(self.task, pathway, pathway)
                 modes = tuple(find_modes(syx, sx, f"network {self.network.name!r} pathway {pathway.name!r}"))
             # plain names (no LaTeX braces) for JSON keys and text; SymPy's LaTeX printer still
             # writes a_{net.pathway.k} from the underscore

@@ -75,8 +75,8 @@ def test_section4_verify_follows_common_plus_2_with_census_and_mds(capsys):
 @pytest.mark.slow
 def test_section4_aligned_gdln_predicts_the_relu_network(capsys):
     """The default: the alignment phase and the GDLN of its settled patterns (one seed here;
-    measured 0.030 over 3 seeds). The spec's candidates, whose context pathways match no
-    settled unit, miss by 0.10-0.12 (the gates that move after the first drop, README)."""
+    measured 0.030 over 3 seeds). No settled unit is exactly on a context pathway's gate; the
+    spec's candidates start their pathways from the nearest units (common+2 measured 0.030)."""
     argv = ["verify", str(EXAMPLES / "section4_context.toml"), "--seeds", "1", "--json"]
     assert main(argv) == 0
     report = json.loads(capsys.readouterr().out)

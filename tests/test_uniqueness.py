@@ -8,6 +8,8 @@ from itertools import permutations
 
 import pytest
 import sympy
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from derive.automorphisms import Automorphism, automorphisms, canonical_form, network_orbits
 from derive.spec import Network, Pathway, task_from_dict
@@ -238,3 +240,23 @@ def test_search_finds_common_plus_three_context_pathways_for_four_contexts():
     }
     assert {tuple(p) for p in report["orbits"][0]["pathways"][0]} == paper
     assert report["unique"] and report["search"]["perron_frobenius_violations"] == []
+
+
+@settings(max_examples=8, deadline=None)
+@given(
+    st.sampled_from([2, 4]),
+    st.integers(2, 3),
+    st.lists(st.sampled_from(["hierarchy", "chain", "clusters"]), min_size=3, max_size=3),
+)
+def test_interlacing_and_perron_frobenius_hold_on_every_pattern_the_search_visits(items, contexts, blocks):
+    """Appendix E's bounds on random small context tasks: 2 or 4 items, 2 or 3 contexts, blocks
+    from the task builders, over every realizable union of contexts."""
+    from verify.search import search_networks
+
+    task = task_from_dict(context_task(items, contexts, blocks[:contexts]))
+    _, search = search_networks(task, None, 1, "contexts")
+    assert search["perron_frobenius_violations"] == [] and search["interlacing_violations"] == []
+    assert any(p["leads"] for p in search["patterns"])
+    # the common pathway (every datapoint) has the largest singular value: nonnegative data
+    every = list(range(task.num_datapoints))
+    assert next(p for p in search["patterns"] if p["active"] == every)["leads"]

@@ -12,7 +12,8 @@ whole contexts, gives one pathway with all inputs and outputs, as a ReLU unit se
   and interlacing (fewer inputs or outputs) and Perron-Frobenius (fewer datapoints, for
   nonnegative ``Sigma_yx``) bound which patterns attain the largest over all patterns. A candidate
   without such a pattern starts its first drop later than one with it and is not raced. The
-  search checks the Perron-Frobenius bound on every nested pair it visits and reports violations;
+  search checks the Perron-Frobenius bound on every nested pair it visits, and interlacing on
+  every pattern with one input or one output dropped, and reports violations;
 - networks in one orbit of the automorphisms learn identically: one is raced per orbit.
 """
 
@@ -102,6 +103,15 @@ def search_networks(
             "--max-pathways",
             f"{total} candidate networks of {len(driven)} patterns (at most {MAX_CANDIDATES}); lower --max-pathways",
         )
+    # interlacing: a pathway that loses one input or one output never gains a singular value
+    interlacing = [
+        [list(p), side, k]
+        for p in driven
+        for side, axis in (("input", 1), ("output", 0))
+        for k in range(correlations[p].shape[axis])
+        if correlations[p].shape[axis] > 1
+        and float(np.linalg.norm(np.delete(correlations[p], k, axis=axis), 2)) > speed[p] * (1 + SPEED_TOLERANCE)
+    ]
     group = automorphisms(task)
     units = task.training.hidden_units
     orbits: dict[tuple, list[tuple[tuple[int, ...], ...]]] = {}
@@ -132,6 +142,7 @@ def search_networks(
         "orbits_raced": len(networks),
         "orbit_sizes": [len(members) for members in orbits.values()],
         "perron_frobenius_violations": violations,
+        "interlacing_violations": interlacing,
         "rule": (
             "pathways: every realizable pattern with all inputs and outputs; dropped: patterns with Sigma_yx = 0; "
             "raced: networks containing a pattern of the largest singular value, one per orbit"

@@ -306,6 +306,9 @@ def cmd_union(args):
 def cmd_unique(args):
     from verify.uniqueness import unique_report
 
+    if args.patterns != "all" and args.max_pathways is None:
+        raise SpecError(args.spec, "--patterns", "chooses the search's patterns: give --max-pathways too")
+
     def render(report):
         print(f"{report['automorphisms']} automorphism(s) of the data; candidates: {report['candidates']}")
         search = report.get("search")

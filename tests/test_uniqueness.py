@@ -206,6 +206,8 @@ def test_search_orbits_are_distinct_and_complete_on_xor():
     [
         (["--max-pathways", "0"], "--max-pathways"),
         (["--max-pathways", "2", "--patterns", "contexts"], "data.contexts"),
+        (["--patterns", "contexts"], "--max-pathways"),
+        (["--max-pathways", "9"], "--max-pathways"),
     ],
 )
 def test_search_bad_input_is_a_one_line_error(capsys, args, fragment):

@@ -48,6 +48,14 @@ def test_elbow_of_a_sharp_knee():
     assert elbow([2, 3], [1.0, 0.5]) is None
 
 
+def test_elbow_stops_where_the_error_is_flat_and_skips_diverged_k():
+    # flat from the start (XoR at Delta = 4): more clusters gain nothing
+    assert elbow([2, 3, 4, 5, 6], [2.01e-8, 2.00e-8, 2.01e-8, 2.00e-8, 2.00e-8]) == 2
+    # a k whose prediction diverged is left out, not a crash
+    assert elbow([2, 3, 4, 5, 6], [1e-1, float("nan"), 1e-3, 1e-6, 9e-7]) == 5
+    assert elbow([2, 3, 4], [float("nan"), float("inf"), 1e-3]) is None
+
+
 def _find_gates(capsys, spec, *extra):
     assert main(["find-gates", str(spec), *extra, "--json"]) == 0
     return json.loads(capsys.readouterr().out)

@@ -88,11 +88,11 @@ def elbow(ks: Sequence[int], errors: Sequence[float]) -> int | None:
     linear scale kneedle sees only the first drop."""
     from kneed import KneeLocator
 
-    if len(ks) < 3:
+    # a k whose prediction diverged (non-finite error) is no candidate for the elbow
+    finite = [(int(k), max(float(e), ERROR_FLOOR)) for k, e in sorted(zip(ks, errors)) if np.isfinite(e)]
+    if len(finite) < 3:
         return None
-    order = np.argsort(ks)
-    ks = [int(ks[i]) for i in order]
-    floored = np.maximum(np.asarray(errors, dtype=float)[order], ERROR_FLOOR)
+    ks, floored = [k for k, _ in finite], np.array([e for _, e in finite])
     first_flat = next(k for k, e in zip(ks, floored) if e <= FLAT_FACTOR * floored.min())
     knee = KneeLocator(ks, list(np.log10(floored)), curve="convex", direction="decreasing", S=KNEE_SENSITIVITY).knee
     if knee is None:

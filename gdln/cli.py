@@ -659,7 +659,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--max-pathways",
         type=int,
-        help="race every network of at most N realizable gate patterns (at most 16 datapoints) instead of the spec's",
+        help="race every network of at most N realizable gate patterns instead of the spec's (with --patterns all: at "
+        "most 16 datapoints)",
     )
     p.add_argument(
         "--patterns",

@@ -13,7 +13,6 @@ weighted distribution), and binary rows over a few dozen datapoints repeat a gre
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
 
@@ -21,7 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .training import _mean_squared_loss, _steps, initial_relu_weights, relu_forward
+from .training import _mean_squared_loss, _steps, relu_forward
 from .types import ArrayLike, Float
 
 #: k-means restarts and seed: the clustering is reproducible run to run
@@ -79,21 +78,20 @@ def _snapshots(w1s, w2s, inputs, targets, learning_rate, every, count):
 def relu_gate_snapshots(
     inputs: Float[ArrayLike, "N inp"],
     targets: Float[ArrayLike, "N out"],
-    hidden_units: int,
-    init_scale: float,
+    initial_weights: tuple[Float[ArrayLike, "seeds units inp"], Float[ArrayLike, "seeds out units"]],
     learning_rate: float,
     epochs: int,
-    seeds: Sequence[int],
     snapshots: int,
 ) -> GateSnapshots:
-    """Train the ReLU network once per seed, from the initial weights of
-    :func:`numeric.training.train_relu` with the same seeds, sampling its gates at ``snapshots``
-    evenly spaced epochs ``0, e, 2e, ...`` with ``e = epochs // snapshots``; the run lasts
-    ``snapshots * e`` epochs."""
+    """Train the ReLU network once per seed from ``initial_weights = (W1s, W2s)`` (as
+    :func:`numeric.training.initial_relu_weights` draws them, so the runs are
+    :func:`numeric.training.train_relu`'s with the same seeds), sampling its gates at
+    ``snapshots`` evenly spaced epochs ``0, e, 2e, ...`` with ``e = epochs // snapshots``; the
+    run lasts ``snapshots * e`` epochs."""
     every = max(epochs // snapshots, 1)
     inputs = jnp.asarray(inputs, jnp.float64)
     targets = jnp.asarray(targets, jnp.float64)
-    w1s, w2s = initial_relu_weights(hidden_units, inputs.shape[1], targets.shape[1], init_scale, list(seeds))
+    w1s, w2s = (jnp.asarray(w, jnp.float64) for w in initial_weights)
     gates, losses = _snapshots(w1s, w2s, inputs, targets, float(learning_rate), every, snapshots)
     return GateSnapshots(np.arange(snapshots) * every, np.asarray(gates), np.asarray(losses))
 

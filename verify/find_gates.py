@@ -29,7 +29,6 @@ from tqdm import tqdm
 from derive.derivation import NetworkDerivation
 from derive.errors import SpecError
 from derive.spec import Network, Pathway, Task
-from numeric.data import NumericDataset
 from numeric.gate_finding import ROUNDING, Clustering, cluster_rows, relu_gate_snapshots
 from numeric.prediction import GRADIENT_DESCENT, REDUCED_FLOW, Prediction, TaskPredictions
 
@@ -121,26 +120,18 @@ def find_gates_report(
         raise SpecError(task.source, "--snapshots", f"must be between 1 and the {training.epochs} epochs")
     if any(k < 1 for k in clusters):
         raise SpecError(task.source, "--clusters", "cluster counts must be positive")
-    inputs, targets = NumericDataset(task)([float(values[p]) for p in task.parameters])
-    seed_list = list(range(training.seeds))
-    sampled = relu_gate_snapshots(
-        inputs,
-        targets,
-        training.hidden_units,
-        training.init_scale,
-        training.learning_rate,
-        training.epochs,
-        seed_list,
-        snapshots,
-    )
+    models = TaskPredictions(task)
+    vector = [float(values[p]) for p in task.parameters]
+    inputs, targets = models.dataset(vector)
+    # one draw of initial weights: the runs whose gates are sampled, and the alignment phase the
+    # theory starts from, are the same runs
+    initial = relu_initial_weights(task, training)
+    sampled = relu_gate_snapshots(inputs, targets, initial, training.learning_rate, training.epochs, snapshots)
     epochs = sampled.losses.shape[1] - 1
     stride = theory_stride(epochs)
     ts = epoch_grid(epochs, stride)
     relu_mean = sampled.losses.mean(axis=0)[::stride]
-    vector = [float(values[p]) for p in task.parameters]
-    # the theory starts from the alignment phase of the very runs whose gates were sampled
-    models = TaskPredictions(task)
-    alignment = relu_alignment(models, relu_initial_weights(task, training), values, training)
+    alignment = relu_alignment(models, initial, values, training)
     rows, counts = sampled.rows()
     entries, networks = [], {}
     for k in tqdm(sorted(set(clusters)), desc="find-gates", disable=None, leave=False):

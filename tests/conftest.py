@@ -47,3 +47,29 @@ def xor_models(xor_task):
     from numeric.prediction import TaskPredictions
 
     return TaskPredictions(xor_task)
+
+
+def trained_t90(task, networks, seeds: int = 2) -> dict[str, float]:
+    """Per network, the epoch at which explicit-gate GDLNs trained by gradient descent from the
+    task's init (``seeds`` seeds, mean loss) reach 10% of the initial loss."""
+    import numpy as np
+
+    from numeric.race import crossing_time
+    from numeric.training import gdln_layout, train_gdln
+    from verify.reports import epoch_grid
+
+    x, y = np.array(task.inputs, float), np.array(task.targets, float)
+    ts = np.asarray(epoch_grid(task.training.epochs))
+    times = {}
+    for network in networks:
+        run = train_gdln(
+            x,
+            y,
+            gdln_layout(network, task.num_datapoints),
+            task.training.init_scale,
+            task.training.learning_rate,
+            task.training.epochs,
+            range(seeds),
+        )
+        times[network.name] = crossing_time(ts, np.asarray(run.losses).mean(axis=0), 0.1)
+    return times

@@ -14,9 +14,9 @@ from derive.derivation import TAU, TIME, NetworkDerivation
 from derive.spec import task_from_dict
 from derive.tasks import context_task
 from gdln.cli import main
-from numeric.race import crossing_time
-from numeric.training import gdln_layout, train_gdln
-from verify.reports import epoch_grid, race_report
+from verify.reports import race_report
+
+from .conftest import trained_t90
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
@@ -175,18 +175,5 @@ def test_derived_race_winner_is_the_fastest_trained_candidate(blocks):
     assume(all(t is not None for t in predicted.values()))
     first, second = sorted(predicted, key=predicted.get)
     assume(predicted[second] > 1.03 * predicted[first])
-    x, y = np.array(task.inputs, float), np.array(task.targets, float)
-    ts = np.asarray(epoch_grid(task.training.epochs))
-    trained = {}
-    for name in predicted:
-        run = train_gdln(
-            x,
-            y,
-            gdln_layout(task.network(name), task.num_datapoints),
-            task.training.init_scale,
-            task.training.learning_rate,
-            task.training.epochs,
-            range(2),
-        )
-        trained[name] = crossing_time(ts, np.asarray(run.losses).mean(axis=0), 0.1)
+    trained = trained_t90(task, [task.network(name) for name in predicted])
     assert trained[first] < trained[second]

@@ -268,30 +268,14 @@ def test_interlacing_and_perron_frobenius_hold_on_every_pattern_the_search_visit
 def test_search_ranking_agrees_with_trained_explicit_gate_gdlns():
     """The two fastest orbits of the 2-item search (4.7% apart in t_90) keep their order when
     their networks are trained as explicit-gate GDLNs by gradient descent (2 seeds)."""
-    import numpy as np
-
-    from numeric.race import crossing_time
-    from numeric.training import gdln_layout, train_gdln
-    from verify.reports import epoch_grid
     from verify.search import searched_task
+
+    from .conftest import trained_t90
 
     task = task_from_dict(context_task(2, 3, ["hierarchy"] * 3))
     report = unique_report(task, max_pathways=4, patterns="contexts")
     searched, _ = searched_task(task, None, 4, "contexts")
     first, second = (o["networks"][0] for o in report["orbits"][:2])
     assert report["margin"] > 0.03
-    x, y = np.array(task.inputs, float), np.array(task.targets, float)
-    ts = np.asarray(epoch_grid(task.training.epochs))
-    trained = {}
-    for name in (first, second):
-        run = train_gdln(
-            x,
-            y,
-            gdln_layout(searched.network(name), task.num_datapoints),
-            task.training.init_scale,
-            task.training.learning_rate,
-            task.training.epochs,
-            range(2),
-        )
-        trained[name] = crossing_time(ts, np.asarray(run.losses).mean(axis=0), 0.1)
+    trained = trained_t90(task, [searched.network(first), searched.network(second)])
     assert trained[first] < trained[second]

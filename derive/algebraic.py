@@ -17,6 +17,7 @@ roots) are not used, so whether a result is zero is decided by :func:`derive.mod
 
 from __future__ import annotations
 
+import mpmath
 import sympy
 
 _GENERATORS: dict[sympy.Expr, sympy.Dummy] = {}
@@ -232,9 +233,144 @@ def element_magnitude(element) -> float:
 
 
 def as_text(expr) -> str:
-    """``str(expr)``; for expressions with ``CRootOf`` numbers, in SymPy's stored term order:
-    the printer's default order sorts terms by their numeric values, evaluating every ``CRootOf``
-    again and again (minutes on the Section 4 loss)."""
-    if isinstance(expr, sympy.Basic) and expr.has(sympy.CRootOf):
+    """``str(expr)``; for expressions with ``CRootOf`` numbers (or :class:`CouplingNumber`), in
+    SymPy's stored term order: the printer's default order sorts terms by their numeric values,
+    evaluating every ``CRootOf`` again and again (minutes on the Section 4 loss)."""
+    if isinstance(expr, sympy.Basic) and expr.has(sympy.CRootOf, CouplingNumber):
         return sympy.sstr(expr, order="none")
     return str(expr)
+
+
+# --- couplings named rather than expanded ---------------------------------------------------
+#: guard digits for evaluating a :class:`CouplingNumber` from its exact vectors; doubled until two
+#: evaluations agree (the vectors' rational coefficients are long and their terms cancel)
+_GUARD_DIGITS = 30
+_MAX_GUARD_DIGITS = 2000
+_TERMS: dict = {}
+_NUMERIC_VECTORS: dict = {}
+_GENERATOR_VALUES: dict = {}
+
+
+def _terms(vector: sympy.ImmutableMatrix) -> tuple[tuple, list]:
+    """Each entry of an exact vector as ``[(exponents, numerator, denominator), ...]`` over its
+    generators (:func:`to_generators`), with the generators: precision-free, built once."""
+    if vector not in _TERMS:
+        symbolic = [to_generators(e) for e in vector]
+        generators = tuple(sorted(set().union(*(_generators_in(e) for e in symbolic)), key=lambda g: g.name))
+        entries = []
+        for e in symbolic:
+            poly = sympy.Poly(e, *generators) if generators else sympy.Poly(e, sympy.Dummy())
+            entries.append(
+                [(m if generators else (), int(c.p), int(c.q)) for m, c in poly.terms() for c in [sympy.Rational(c)]]
+            )
+        _TERMS[vector] = (generators, entries)
+    return _TERMS[vector]
+
+
+def _generator_value(symbol: sympy.Dummy, digits: int):
+    key = (symbol, digits)
+    if key not in _GENERATOR_VALUES:
+        with mpmath.workdps(digits):
+            _GENERATOR_VALUES[key] = mpmath.mpf(sympy.Float(sympy.N(_NUMBERS[symbol], digits), digits)._mpf_)
+    return _GENERATOR_VALUES[key]
+
+
+def _numeric_vector(vector: sympy.ImmutableMatrix, digits: int) -> list:
+    """The entries of an exact vector (polynomials in ``CRootOf`` numbers and rational radicals)
+    as mpmath numbers, computed at ``digits`` digits; kept per vector and precision."""
+    key = (vector, digits)
+    if key not in _NUMERIC_VECTORS:
+        generators, entries = _terms(vector)
+        with mpmath.workdps(digits):
+            values = [_generator_value(g, digits) for g in generators]
+            _NUMERIC_VECTORS[key] = [
+                mpmath.fsum(mpmath.mpf(p) / q * mpmath.fprod(v**e for v, e in zip(values, m) if e) for m, p, q in terms)
+                for terms in entries
+            ]
+    return _NUMERIC_VECTORS[key]
+
+
+class CouplingNumber(sympy.Expr):
+    """The coupling ``C[k, l]`` between two modes whose values have no radical form, kept as a named
+    exact number instead of an expanded polynomial in their two roots.
+
+    With ``u_k, v_k`` the exact unnormalised vectors of mode ``k`` (in ``Q(r_k)``), ``n_k`` their
+    norm factor and ``s_k`` the singular value (:class:`derive.modes.Mode`),
+
+        C[k, l] = (u_k^T E_p^T E_q u_l) (v_k^T Sigma_x(q, p)^T v_l) / (n_k s_k n_l s_l).
+
+    It lies in ``Q(r_k, r_l)``, of degree at most ``deg r_k * deg r_l``. Expanded there it has up to
+    that many terms with rationals of hundreds of digits (about 45 KB of text for degrees 8 and 7),
+    so it is printed by name, ``c(k, l)`` (``c_{k,l}`` in LaTeX), and defined once by the vectors
+    it is built from. Like ``CRootOf`` it is a number (no free symbols), and ``evalf`` evaluates it
+    from the exact vectors to any precision asked for.
+
+    Attributes:
+        row, column: ``k`` and ``l``, the modes' positions in the derivation's mode order.
+        ingredients: ``(u_k, v_k, n_k, s_k, u_l, v_l, n_l, s_l, overlap, correlation)``, exact:
+            the modes' vectors and scales, ``E_p^T E_q`` and ``Sigma_x(q, p)``.
+    """
+
+    is_Atom = True
+    is_number = True
+    is_commutative = True
+    is_extended_real = True
+    is_real = True
+    is_finite = True
+    __slots__ = ("row", "column", "ingredients", "_values")
+
+    def __new__(cls, row: int, column: int, ingredients: tuple):
+        obj = sympy.Expr.__new__(cls)
+        obj.row, obj.column, obj.ingredients = int(row), int(column), tuple(ingredients)
+        obj._values = {}
+        return obj
+
+    def __getnewargs__(self):
+        return (self.row, self.column, self.ingredients)
+
+    def __getstate__(self):
+        return None
+
+    def _hashable_content(self):
+        return (self.row, self.column, self.ingredients)
+
+    @property
+    def free_symbols(self) -> set:
+        return set()
+
+    def _compute(self, digits: int):
+        u_k, v_k, _, _, u_l, v_l, _, _, overlap, correlation = self.ingredients
+        uk, vk, ul, vl = (_numeric_vector(x, digits) for x in (u_k, v_k, u_l, v_l))
+        with mpmath.workdps(digits):
+            output = mpmath.fsum(uk[i] * ul[j] for (i, j), c in overlap.todok().items() if c)
+            # Sigma_x(q, p) is |in_q| x |in_p|: v_k^T Sigma_x(q, p)^T v_l = v_l^T Sigma_x(q, p) v_k
+            inner = mpmath.fsum(
+                vl[i] * (mpmath.mpf(int(c.p)) / int(c.q)) * vk[j] for (i, j), c in correlation.todok().items()
+            )
+            # n s = |u_raw| |v_raw| for each mode (Mode.raw_norm2): the normalisation, from the vectors
+            norms = [mpmath.sqrt(mpmath.fsum(x * x for x in vector)) for vector in (uk, vk, ul, vl)]
+            return output * inner / mpmath.fprod(norms)
+
+    def value(self, digits: int):
+        """The number to ``digits`` significant digits, as an mpmath number."""
+        if digits not in self._values:
+            guard = _GUARD_DIGITS
+            with mpmath.workdps(digits + 10):
+                while True:
+                    low, high = self._compute(digits + guard), self._compute(digits + 2 * guard)
+                    scale = max(abs(high), mpmath.mpf(10) ** -digits)
+                    if abs(low - high) <= scale * mpmath.mpf(10) ** (-digits - 2) or guard > _MAX_GUARD_DIGITS:
+                        break
+                    guard *= 2
+            self._values[digits] = high
+        return self._values[digits]
+
+    def _eval_evalf(self, prec):
+        digits = max(mpmath.libmp.prec_to_dps(prec), 15)
+        return sympy.Float(self.value(digits), digits)
+
+    def _sympystr(self, printer) -> str:
+        return f"c({self.row}, {self.column})"
+
+    def _latex(self, printer) -> str:
+        return f"c_{{{self.row},{self.column}}}"

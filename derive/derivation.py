@@ -35,8 +35,9 @@ TAU = sympy.Symbol("tau", positive=True)
 #: roots when the product of their degrees is at most this: 36 terms at most (4-item chain and
 #: cluster blocks give cubics and quartics, 8-item mixes degree 5 and 6 with quartics: about 9 KB of
 #: text per coupling). Above it (degrees 8 and 7 on Section 4: 56 terms with rationals of hundreds
-#: of digits, about 45 KB per coupling and 170 MB of JSON for common+2) they are given to
-#: ``PRECISION_DIGITS`` digits, and ``assumptions.numeric_couplings`` says where.
+#: of digits, about 45 KB per coupling and 170 MB of JSON for common+2) each is a named exact number,
+#: :class:`derive.algebraic.CouplingNumber`, defined by the two modes' exact vectors, and
+#: ``assumptions.named_couplings`` says where.
 MAX_EXACT_COUPLING_DEGREE = 36
 
 
@@ -179,7 +180,9 @@ class NetworkDerivation:
         that drives mode ``k`` (Eq. 6 projected on the modes). Its diagonal is ``d``.
 
         Computed one pathway pair at a time on the modes' exact unnormalised vectors,
-        ``(U_p^T O U_q) o (V_p^T Sigma_x(q, p)^T V_q) / (n_k s_k n_l s_l)``: zero couplings are exactly 0."""
+        ``(U_p^T O U_q) o (V_p^T Sigma_x(q, p)^T V_q) / (n_k s_k n_l s_l)``: zero couplings are exactly 0.
+        Between modes of two high-degree algebraic values each is a named exact number
+        (:meth:`_name_couplings`)."""
         refs = self.mode_refs
         entries = sympy.zeros(len(refs), len(refs))
         offsets = [0]
@@ -190,9 +193,10 @@ class NetworkDerivation:
         for q, p in self.cross_correlations:
             modes_p, modes_q = self.pathways[p].modes, self.pathways[q].modes
             degree = self._algebraic_degree(p) * self._algebraic_degree(q)
-            exact = degree <= MAX_EXACT_COUPLING_DEGREE
-            raw = self.symmetry.raw_vectors if exact else self.symmetry.comparison_vectors
-            (u_p, v_p), (u_q, v_q) = raw[p], raw[q]
+            if degree > MAX_EXACT_COUPLING_DEGREE:
+                self._name_couplings(entries, offsets, p, q)
+                continue
+            (u_p, v_p), (u_q, v_q) = self.symmetry.raw_vectors[p], self.symmetry.raw_vectors[q]
             output_products = product(u_p.transpose(), self.symmetry.overlap(p, q), u_q)
             input_products = product(v_p.transpose(), self.symmetry.correlation(q, p).transpose(), v_q)
             # with algebraic (CRootOf) modes: exact in their polynomial ring, 1/n_k as an element of Q(r_k)
@@ -203,7 +207,7 @@ class NetworkDerivation:
                     [algebraic.reciprocal(m.raw_norm2) for m in modes_p],
                     [algebraic.reciprocal(m.raw_norm2) for m in modes_q],
                 )
-                if exact and degree > 1
+                if degree > 1
                 else None
             )
             if ring_entries is not None:
@@ -218,15 +222,29 @@ class NetworkDerivation:
                     numerator = outputs[k][l] * inputs[k][l]
                     if numerator == 0 or (self.in_floats and vanishes(numerator)):
                         continue
-                    denominator = mode_k.raw_norm2 * mode_k.s * mode_l.raw_norm2 * mode_l.s
-                    if exact:
-                        value = tidy(numerator / denominator)
-                    else:  # to PRECISION_DIGITS digits (see MAX_EXACT_COUPLING_DEGREE)
-                        value = sympy.N(numerator / denominator, PRECISION_DIGITS)
-                        if abs(value) < sympy.Float(10) ** (-(PRECISION_DIGITS - 10)):
-                            continue
-                    entries[offsets[p] + k, offsets[q] + l] = value
+                    entries[offsets[p] + k, offsets[q] + l] = tidy(
+                        numerator / (mode_k.raw_norm2 * mode_k.s * mode_l.raw_norm2 * mode_l.s)
+                    )
         return sympy.ImmutableMatrix(entries)
+
+    def _name_couplings(self, entries, offsets: list[int], p: int, q: int) -> None:
+        """Couplings of pathway ``p``'s modes to ``q``'s above :data:`MAX_EXACT_COUPLING_DEGREE`:
+        named exact numbers (:class:`derive.algebraic.CouplingNumber`), left out where their value
+        at ``PRECISION_DIGITS`` digits is below ``10^-(PRECISION_DIGITS - 10)``."""
+        overlap, correlation = self.output_overlap(p, q), self.correlation_between(q, p)
+        bar = sympy.Float(10) ** (-(PRECISION_DIGITS - 10))
+        for k, mode_k in enumerate(self.pathways[p].modes):
+            for l, mode_l in enumerate(self.pathways[q].modes):
+                row, column = offsets[p] + k, offsets[q] + l
+                ingredients = (
+                    *(mode_k.u_raw, mode_k.v_raw, mode_k.raw_norm2, mode_k.s),
+                    *(mode_l.u_raw, mode_l.v_raw, mode_l.raw_norm2, mode_l.s),
+                    overlap,
+                    correlation,
+                )
+                number = algebraic.CouplingNumber(row, column, ingredients)
+                if abs(number.value(PRECISION_DIGITS)) >= bar:
+                    entries[row, column] = number
 
     @property
     def symmetric_groups(self) -> tuple[tuple[int, ...], ...]:
@@ -287,7 +305,7 @@ class NetworkDerivation:
             "arithmetic": self.arithmetic,
             "exact_modes": all(m.exact for pathway_derivation in self.pathways for m in pathway_derivation.modes),
             "algebraic_values": self.algebraic_values,
-            "numeric_couplings": self.numeric_couplings,
+            "named_couplings": self.named_couplings,
             "reduced_system": self.reduced_system.kind,
         }
 
@@ -307,9 +325,9 @@ class NetworkDerivation:
         return max((m.degree for m in self.pathways[p].modes if m.kind == "algebraic"), default=1)
 
     @property
-    def numeric_couplings(self) -> list[list[str]]:
-        """Pathway pairs whose couplings are given to ``PRECISION_DIGITS`` digits rather than
-        exactly (see :data:`MAX_EXACT_COUPLING_DEGREE`)."""
+    def named_couplings(self) -> list[list[str]]:
+        """Pathway pairs whose couplings are named exact numbers (:class:`derive.algebraic.CouplingNumber`)
+        rather than expanded polynomials in the roots (see :data:`MAX_EXACT_COUPLING_DEGREE`)."""
         names = [pathway_derivation.name for pathway_derivation in self.pathways]
         return [
             [names[q], names[p]]
@@ -318,10 +336,15 @@ class NetworkDerivation:
         ]
 
     @property
+    def coupling_numbers(self) -> list[algebraic.CouplingNumber]:
+        """The named couplings of :attr:`coupling`, in row-major order."""
+        return [c for c in self.coupling if isinstance(c, algebraic.CouplingNumber)]
+
+    @property
     def algebraic_values(self) -> list[dict]:
         """Singular values with no radical form: exact ``CRootOf`` algebraic numbers, one entry per
         pathway and polynomial, with the degree of ``s^2``'s minimal polynomial. Couplings with
-        these modes are exact polynomials in the roots, except for :attr:`numeric_couplings`."""
+        these modes are exact polynomials in the roots, or named exact numbers (:attr:`named_couplings`)."""
         found = []
         for pathway_derivation in self.pathways:
             degrees = sorted({m.degree for m in pathway_derivation.modes if m.kind == "algebraic"})

@@ -220,6 +220,13 @@ def derivation_latex(
             f"Pathway {escape_text(value['pathway'])}: {value['modes']} singular values have no radical form "
             f"($s^2$ is a root of an irreducible polynomial of degree {value['degree']}).\n\n"
         )
+    if assumptions["named_couplings"]:
+        lines.append(
+            f"{len(derivation.coupling_numbers)} couplings between modes of such values are exact numbers named "
+            "$c_{k,l} = (u_k^\\top E_p^\\top E_q u_l)(v_l^\\top \\Sigma_x(q,p)\\, v_k) / (n_k s_k n_l s_l)$ "
+            "by the modes' exact vectors (\\texttt{gdln derive --json} lists them), not expanded: "
+            "in the roots they have up to $\\deg r_k \\deg r_l$ terms with rationals of hundreds of digits.\n\n"
+        )
     lines.append("\\subsection*{Loss}\n")
     system = derivation.reduced_system
     lines.append(

@@ -169,6 +169,12 @@ def _render_derive(report):
         print(
             f"  {value['pathway']}: {value['modes']} singular value(s) with no radical form (algebraic of degree {value['degree']})"
         )
+    if report.get("coupling_numbers"):
+        named = report["coupling_numbers"]
+        print(
+            f"  {len(named['couplings'])} couplings between such modes are exact numbers named c(k, l) = "
+            f"{named['definition'].split(' = ', 1)[1]} (--json lists the vectors)"
+        )
     print(f"groups of symmetric pathways: {a['symmetric_groups']}")
     print(f"initial loss {_value_text(report['loss']['initial'])}; loss closed form: {report['loss']['closed_form']}")
     print(f"speed = {_value_text(report['speed'])}")

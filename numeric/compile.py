@@ -10,6 +10,7 @@ import numpy as np
 import sympy
 
 from derive import cache
+from derive.algebraic import CouplingNumber
 
 
 def _names(symbols: Sequence[sympy.Symbol]) -> str:
@@ -23,14 +24,15 @@ def _names(symbols: Sequence[sympy.Symbol]) -> str:
 CONSTANT_DIGITS = 60
 
 
-def algebraic_roots(expr: sympy.Basic) -> set[sympy.CRootOf]:
-    """The ``CRootOf`` in ``expr``, found without walking into their polynomials (``atoms`` does,
-    and spends most of its time in their coefficients)."""
-    found: set[sympy.CRootOf] = set()
+def algebraic_roots(expr: sympy.Basic) -> set[sympy.Expr]:
+    """The ``CRootOf`` and named couplings (:class:`derive.algebraic.CouplingNumber`) in ``expr``,
+    found without walking into their polynomials (``atoms`` does, and spends most of its time in
+    their coefficients). Neither has a JAX printer: they enter compiled code as numbers."""
+    found: set[sympy.Expr] = set()
     stack = [expr]
     while stack:
         node = stack.pop()
-        if isinstance(node, sympy.CRootOf):
+        if isinstance(node, (sympy.CRootOf, CouplingNumber)):
             found.add(node)
         elif node.args:
             stack.extend(node.args)

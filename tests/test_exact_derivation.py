@@ -18,7 +18,7 @@ from derive.derivation import TAU, TIME, NetworkDerivation
 from derive.spec import task_from_dict
 from derive.tasks import context_task
 from gdln.cli import main
-from numeric.prediction import TaskPredictions
+from numeric.prediction import Prediction, TaskPredictions
 from verify.reports import derive_report
 
 DECIMAL = re.compile(r"\d\.\d|\d[eE][+-]?\d")
@@ -106,7 +106,16 @@ def test_eight_item_mixed_structures_derive_exactly():
     """Chain and cluster blocks on 8 items give irreducible factors of degree 4 to 6: exact
     couplings (degree products up to 24), no decimal anywhere, values as numpy's."""
     derivation, report = _check_against_numpy(_context(8, 3, ["chain", "clusters", "hierarchy"]), "common+2")
-    assert report["assumptions"]["algebraic_values"] and not report["assumptions"]["numeric_couplings"]
+    assert report["assumptions"]["algebraic_values"] and not report["assumptions"]["named_couplings"]
+
+
+@pytest.mark.exhaustive  # about 4 minutes on 2 cores (modes 35 s, groups 90 s, the JSON 70 s)
+def test_sixteen_item_mixed_structures_derive_exactly():
+    """Chain and cluster blocks on 16 items give irreducible factors of degree 10 (common) and 8:
+    their couplings are named exact numbers, and nothing in the JSON is a decimal."""
+    derivation, report = _check_against_numpy(_context(16, 3, ["chain", "clusters", "hierarchy"]), "common+2")
+    assert {a["degree"] for a in report["assumptions"]["algebraic_values"]} >= {10, 8}
+    assert report["assumptions"]["named_couplings"] and len(report["coupling_numbers"]["couplings"]) > 100
 
 
 @pytest.mark.slow
@@ -134,7 +143,10 @@ def test_couplings_with_algebraic_modes_are_exact_and_match_numpy(items, context
     (no real radical form): every coupling is exact (no Float), and each coupling between modes
     of non-repeated singular values equals ``(u_k . E_k^T E_l u_l)(v_l^T Sigma_x(l, k) v_k)``
     from numpy's SVD to 1e-10 (sign-free: u and v flip together)."""
-    task = _context(items, contexts, blocks)
+    _check_couplings_against_numpy(_context(items, contexts, blocks), network)
+
+
+def _check_couplings_against_numpy(task, network):
     derivation = NetworkDerivation(task, network)
     assert any(m.kind == "algebraic" for pathway_derivation in derivation.pathways for m in pathway_derivation.modes)
     coupling = derivation.coupling
@@ -163,6 +175,53 @@ def test_couplings_with_algebraic_modes_are_exact_and_match_numpy(items, context
             assert float(coupling[row, column]) == pytest.approx(expected, abs=1e-10)
             checked += 1
     assert checked > 20
+    return derivation
+
+
+def test_named_couplings_equal_the_expanded_exact_ones(monkeypatch):
+    """Above MAX_EXACT_COUPLING_DEGREE a coupling is a named exact number (CouplingNumber). With
+    the cap lowered so that every coupling of the 4-item mixed task is named: each equals the
+    expanded exact coupling to 100 digits, zeros stay exactly 0, they agree with numpy's SVD,
+    survive pickling, print without decimals, and compile into the race."""
+    import pickle
+
+    from derive import derivation as derivation_module
+    from derive.algebraic import CouplingNumber
+    from numeric.compile import exact_constants
+
+    document = context_task(4, 3, ["clusters", "hierarchy", "chain"], "context-subsets")
+    for network in document["network"]:  # a name of its own: no derivation cached by another test is reused
+        network["name"] = network["name"].replace("common", "named")
+    task = task_from_dict(document, "<context>")
+    expanded_derivation = NetworkDerivation(task, "named+2")
+    expanded = expanded_derivation.coupling
+    monkeypatch.setattr(derivation_module, "MAX_EXACT_COUPLING_DEGREE", 1)
+    derivation = _check_couplings_against_numpy(task, "named+2")
+    named = derivation.coupling_numbers
+    assert len(named) > 20 and derivation.assumptions["named_couplings"]
+    for a, b in zip(expanded, derivation.coupling):
+        assert (a == 0) == (b == 0)
+        assert abs(sympy.N(a - b, 100)) < sympy.Float(10) ** -90
+    number = named[0]
+    assert isinstance(number, CouplingNumber) and not number.free_symbols
+    assert pickle.loads(pickle.dumps(number)) == number
+    assert str(number) == f"c({number.row}, {number.column})" and not _decimal(str(derivation.rates[0]))
+    assert sympy.latex(number) == f"c_{{{number.row},{number.column}}}"
+    assert exact_constants([number])[0] == pytest.approx(
+        float(sympy.N(expanded[number.row, number.column], 30)), rel=1e-15
+    )
+    models = TaskPredictions(task)
+    report = derive_report(task, "named+2", models=models)
+    entries = report["coupling_numbers"]
+    assert len(entries["couplings"]) == len(named)
+    assert not [e for e in _exprs(report) if _decimal(_without_roots(e))]
+    assert not [v for m in entries["mode_vectors"] for v in (m["u"], m["v"], m["n"]) if _decimal(_without_roots(v))]
+    # the race compiles with the named numbers and gives the expanded derivation's curve
+    ts = np.linspace(0.0, 400.0, 9)
+    curve = models.prediction("named+2").loss_curve(ts, 1e-3, 1.0, [])
+    reference = Prediction(expanded_derivation).loss_curve(ts, 1e-3, 1.0, [])
+    assert curve[-1] < 0.9 * curve[0]
+    np.testing.assert_allclose(curve, reference, rtol=1e-9, atol=0)
 
 
 def test_algebraic_arithmetic_agrees_with_evaluation():
@@ -343,8 +402,8 @@ def test_section4_reports_algebraic_numbers_with_their_degree(capsys):
     assert any(c["kind"] == "algebraic" and c["degree"] == 8 for c in common["classes"])
     assert all("CRootOf" in v["expr"] or not _decimal(v["expr"]) for v in common["singular_values"])
     # couplings between two roots whose degrees multiply to more than MAX_EXACT_COUPLING_DEGREE
-    # (8 x 7 here) are given to 40 digits, and assumptions names exactly those pathway pairs
-    numeric = {tuple(sorted(pair)) for pair in report["assumptions"]["numeric_couplings"]}
-    assert numeric == {("common", "contexts-1-2"), ("common", "contexts-2-3"), ("contexts-1-2", "contexts-2-3")}
-    exact_values = [v["expr"] for p in report["pathways"] for v in p["singular_values"] + p["input_variances"]]
-    assert not [e for e in exact_values if _decimal(_without_roots(e))]
+    # (8 x 7 here) are named exact numbers, and assumptions names exactly those pathway pairs
+    named = {tuple(sorted(pair)) for pair in report["assumptions"]["named_couplings"]}
+    assert named == {("common", "contexts-1-2"), ("common", "contexts-2-3"), ("contexts-1-2", "contexts-2-3")}
+    assert report["coupling_numbers"]["couplings"]
+    assert not [e for e in _exprs(report) if _decimal(_without_roots(e))]

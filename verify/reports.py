@@ -123,6 +123,49 @@ def system_report(system, values: Mapping) -> dict:
     }
 
 
+#: how a named coupling (``derive.algebraic.CouplingNumber``) is defined, in the terms of ``mode_vectors``
+COUPLING_NUMBER_DEFINITION = "c(k, l) = (u_k^T E_p^T E_q u_l) (v_l^T Sigma_x(q, p) v_k) / (n_k s_k n_l s_l)"
+
+
+def coupling_number_entries(derivation: NetworkDerivation, values: Mapping) -> dict | None:
+    """The named couplings of a derivation with their definition: each coupling's two modes and
+    value, and the exact unnormalised vectors ``u, v``, norm factor ``n`` and ``s`` of every
+    mode they involve, written once (``None`` when there are none)."""
+    numbers = derivation.coupling_numbers
+    if not numbers:
+        return None
+    refs, names = derivation.mode_refs, [p.name for p in derivation.network.pathways]
+    involved = sorted({k for c in numbers for k in (c.row, c.column)})
+
+    def mode_of(k):
+        return [names[refs[k].pathway], refs[k].mode]
+
+    return {
+        "definition": COUPLING_NUMBER_DEFINITION,
+        "couplings": [
+            {
+                "name": str(c),
+                "modes": [mode_of(c.row), mode_of(c.column)],
+                "degree_at_most": derivation.mode(refs[c.row]).degree * derivation.mode(refs[c.column]).degree,
+                "value": float(c.evalf(30)),
+            }
+            for c in numbers
+        ],
+        "mode_vectors": [
+            {
+                "index": k,
+                "mode": mode_of(k),
+                "u": as_text(sympy.ImmutableMatrix(mode.u_raw).T),
+                "v": as_text(sympy.ImmutableMatrix(mode.v_raw).T),
+                "n": as_text(mode.raw_norm2),
+                "s": _entry(mode.s, values),
+            }
+            for k in involved
+            for mode in [derivation.mode(refs[k])]
+        ],
+    }
+
+
 def network_crossovers(models: TaskPredictions, name: str, values: Mapping) -> list[Crossover]:
     """Crossovers of network ``name`` with each other network of the task, in every parameter."""
     return [
@@ -185,6 +228,7 @@ def derive_report(
         "pathways": pathways,
         "system": system_report(derivation.reduced_system, values),
         "assumptions": derivation.assumptions,
+        **({"coupling_numbers": named} if (named := coupling_number_entries(derivation, values)) else {}),
         "loss": {
             "expr": as_text(loss),
             "closed_form": derivation.loss is not None,

@@ -230,7 +230,9 @@ class NetworkDerivation:
     def _name_couplings(self, entries, offsets: list[int], p: int, q: int) -> None:
         """Couplings of pathway ``p``'s modes to ``q``'s above :data:`MAX_EXACT_COUPLING_DEGREE`:
         named exact numbers (:class:`derive.algebraic.CouplingNumber`), left out where their value
-        at ``PRECISION_DIGITS`` digits is below ``10^-(PRECISION_DIGITS - 10)``."""
+        at ``PRECISION_DIGITS`` digits is below ``10^-(PRECISION_DIGITS - 10)``. A pair of modes whose
+        own degrees multiply to at most the cap (rational modes beside the algebraic ones) is
+        expanded exactly instead."""
         overlap, correlation = self.output_overlap(p, q), self.correlation_between(q, p)
         bar = sympy.Float(10) ** (-(PRECISION_DIGITS - 10))
         for k, mode_k in enumerate(self.pathways[p].modes):
@@ -243,8 +245,20 @@ class NetworkDerivation:
                     correlation,
                 )
                 number = algebraic.CouplingNumber(row, column, ingredients)
-                if abs(number.value(PRECISION_DIGITS)) >= bar:
+                if abs(number.value(PRECISION_DIGITS)) < bar:
+                    continue
+                if mode_k.degree * mode_l.degree > MAX_EXACT_COUPLING_DEGREE:
                     entries[row, column] = number
+                    continue
+                # these two modes are of low degree (rational ones among them): expanded exactly
+                assert mode_k.u_raw is not None and mode_l.u_raw is not None
+                assert mode_k.v_raw is not None and mode_l.v_raw is not None
+                output = (mode_k.u_raw.T * overlap * mode_l.u_raw)[0, 0]
+                inner = (mode_l.v_raw.T * correlation * mode_k.v_raw)[0, 0]
+                scale = algebraic.exact_product(
+                    output, inner, algebraic.reciprocal(mode_k.raw_norm2), algebraic.reciprocal(mode_l.raw_norm2)
+                )
+                entries[row, column] = tidy(scale / (mode_k.s * mode_l.s))
 
     @property
     def symmetric_groups(self) -> tuple[tuple[int, ...], ...]:

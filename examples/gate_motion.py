@@ -1,0 +1,93 @@
+"""How much of the ReLU network's departure from the theory is its gates moving (README, Accuracy
+measured): the same alignment phase the predictions start from, then three continuations.
+
+- ``moving gates``: the ReLU network itself, trained on from the phase's end state;
+- ``frozen gates``: every unit keeps its settled gate pattern (a GDLN with one width-1 chain per
+  unit, no balancing);
+- ``re-gated every K``: gates read again from the weights every K epochs, frozen in between.
+
+Each prints the max |curve - mean ReLU loss| / initial loss over the spec's epochs and seeds.
+Run: ``python examples/gate_motion.py examples/section4_context.toml`` (about 3 minutes on 2 cores).
+"""
+
+from __future__ import annotations
+
+import sys
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from derive.spec import load_spec
+from numeric.prediction import TaskPredictions
+from verify.reports import relu_alignment, relu_initial_weights, train_network
+
+REGATING_INTERVALS = (250, 500, 1000, 2000)
+
+
+def continuation(inputs, targets, learning_rate: float, w1, w2, epochs: int, interval: int | None):
+    """The loss at each of ``epochs`` steps of gradient descent from ``(w1, w2)``, with gates read
+    from the weights every ``interval`` epochs (every epoch: ``1``; never again: ``None``)."""
+    count = inputs.shape[0]
+
+    @jax.jit
+    def steps(w1, w2, frozen, length_mask):
+        def step(state, keep):
+            w1, w2 = state
+            # interval 1 is the ReLU network itself: its gates are read at every step
+            gates = (inputs @ w1.T > 0).astype(inputs.dtype) if interval == 1 else frozen
+            hidden = (inputs @ w1.T) * gates
+            residual = targets - hidden @ w2.T
+            loss = 0.5 * jnp.mean(jnp.sum(residual**2, axis=1))
+            new_w1 = w1 + learning_rate * (((residual @ w2) * gates).T @ inputs) / count
+            new_w2 = w2 + learning_rate * residual.T @ hidden / count
+            return (jnp.where(keep, new_w1, w1), jnp.where(keep, new_w2, w2)), loss
+
+        return jax.lax.scan(step, (w1, w2), length_mask)
+
+    block = epochs if interval in (None, 1) else interval
+    losses = []
+    done = 0
+    while done < epochs:
+        length = min(block, epochs - done)
+        gates = (inputs @ w1.T > 0).astype(inputs.dtype)
+        mask = jnp.arange(block) < length  # one compiled length for every block
+        (w1, w2), block_losses = steps(w1, w2, gates, mask)
+        losses.append(np.asarray(block_losses)[:length])
+        done += length
+    return np.concatenate(losses)
+
+
+def main(path: str) -> None:
+    jax.config.update("jax_enable_x64", True)
+    task = load_spec(path)
+    models = TaskPredictions(task)
+    values = task.values(None)
+    training = task.training
+    initial = relu_initial_weights(task, training)
+    alignment = relu_alignment(models, initial, values, training)
+    inputs, targets = (jnp.asarray(a) for a in models.dataset([float(values[s]) for s in task.parameters]))
+    run, _, _ = train_network(task, "relu", None, None, None, models)
+    relu = np.mean(np.asarray(run.losses), axis=0)[: training.epochs + 1]
+    models_to_run = {"moving gates": 1, "frozen gates": None, **{f"re-gated every {k}": k for k in REGATING_INTERVALS}}
+    for name, interval in models_to_run.items():
+        curves = []
+        for seed, end in enumerate(alignment.epochs):
+            phase = alignment.losses[seed, : int(end)]
+            rest = continuation(
+                inputs,
+                targets,
+                training.learning_rate,
+                jnp.asarray(alignment.w1[seed]),
+                jnp.asarray(alignment.w2[seed]),
+                training.epochs + 1 - int(end),
+                interval,
+            )
+            curves.append(np.concatenate([phase, rest])[: training.epochs + 1])
+        deviation = (np.mean(curves, axis=0) - relu) / relu[0]
+        worst = int(np.argmax(np.abs(deviation)))
+        print(f"{name:<22} max deviation {abs(deviation[worst]):.4f} at epoch {worst}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else "examples/section4_context.toml")

@@ -259,10 +259,9 @@ def _terms(vector: sympy.ImmutableMatrix) -> tuple[tuple, list]:
         generators = tuple(sorted(set().union(*(_generators_in(e) for e in symbolic)), key=lambda g: g.name))
         entries = []
         for e in symbolic:
-            poly = sympy.Poly(e, *generators) if generators else sympy.Poly(e, sympy.Dummy())
-            entries.append(
-                [(m if generators else (), int(c.p), int(c.q)) for m, c in poly.terms() for c in [sympy.Rational(c)]]
-            )
+            # without generators the one monomial exponent pairs with no value below: a constant
+            poly = sympy.Poly(e, *(generators or (sympy.Dummy(),)))
+            entries.append([(m, int(c.p), int(c.q)) for m, c in poly.terms()])
         _TERMS[vector] = (generators, entries)
     return _TERMS[vector]
 
@@ -307,8 +306,9 @@ class CouplingNumber(sympy.Expr):
 
     Attributes:
         row, column: ``k`` and ``l``, the modes' positions in the derivation's mode order.
-        ingredients: ``(u_k, v_k, n_k, s_k, u_l, v_l, n_l, s_l, overlap, correlation)``, exact:
-            the modes' vectors and scales, ``E_p^T E_q`` and ``Sigma_x(q, p)``.
+        ingredients: ``(u_k, v_k, u_l, v_l, overlap, correlation)``, exact: the modes' unnormalised
+            vectors, ``E_p^T E_q`` and ``Sigma_x(q, p)``. Each mode's ``n s`` is ``|u_raw| |v_raw|``,
+            so the vectors alone fix the number.
     """
 
     is_Atom = True
@@ -339,7 +339,7 @@ class CouplingNumber(sympy.Expr):
         return set()
 
     def _compute(self, digits: int):
-        u_k, v_k, _, _, u_l, v_l, _, _, overlap, correlation = self.ingredients
+        u_k, v_k, u_l, v_l, overlap, correlation = self.ingredients
         uk, vk, ul, vl = (_numeric_vector(x, digits) for x in (u_k, v_k, u_l, v_l))
         with mpmath.workdps(digits):
             output = mpmath.fsum(uk[i] * ul[j] for (i, j), c in overlap.todok().items() if c)

@@ -238,12 +238,7 @@ class NetworkDerivation:
         for k, mode_k in enumerate(self.pathways[p].modes):
             for l, mode_l in enumerate(self.pathways[q].modes):
                 row, column = offsets[p] + k, offsets[q] + l
-                ingredients = (
-                    *(mode_k.u_raw, mode_k.v_raw, mode_k.raw_norm2, mode_k.s),
-                    *(mode_l.u_raw, mode_l.v_raw, mode_l.raw_norm2, mode_l.s),
-                    overlap,
-                    correlation,
-                )
+                ingredients = (mode_k.u_raw, mode_k.v_raw, mode_l.u_raw, mode_l.v_raw, overlap, correlation)
                 number = algebraic.CouplingNumber(row, column, ingredients)
                 if abs(number.value(PRECISION_DIGITS)) < bar:
                     continue

@@ -13,6 +13,7 @@ Run: ``python examples/gate_motion.py examples/section4_context.toml`` (about 1.
 from __future__ import annotations
 
 import sys
+from functools import partial
 
 import jax
 import jax.numpy as jnp
@@ -25,26 +26,28 @@ from verify.reports import relu_alignment, relu_initial_weights, train_network
 REGATING_INTERVALS = (250, 500, 1000, 2000)
 
 
+@partial(jax.jit, static_argnames=("live",))
+def _steps(w1, w2, frozen, length_mask, inputs, targets, learning_rate, live):
+    """Steps of gradient descent while ``length_mask`` is on; the gates are ``frozen``, or, with
+    ``live``, read from the weights at every step (the ReLU network itself)."""
+    count = inputs.shape[0]
+
+    def step(state, keep):
+        w1, w2 = state
+        gates = (inputs @ w1.T > 0).astype(inputs.dtype) if live else frozen
+        hidden = (inputs @ w1.T) * gates
+        residual = targets - hidden @ w2.T
+        loss = 0.5 * jnp.mean(jnp.sum(residual**2, axis=1))
+        new_w1 = w1 + learning_rate * (((residual @ w2) * gates).T @ inputs) / count
+        new_w2 = w2 + learning_rate * residual.T @ hidden / count
+        return (jnp.where(keep, new_w1, w1), jnp.where(keep, new_w2, w2)), loss
+
+    return jax.lax.scan(step, (w1, w2), length_mask)
+
+
 def continuation(inputs, targets, learning_rate: float, w1, w2, epochs: int, interval: int | None):
     """The loss at each of ``epochs`` steps of gradient descent from ``(w1, w2)``, with gates read
     from the weights every ``interval`` epochs (every epoch: ``1``; never again: ``None``)."""
-    count = inputs.shape[0]
-
-    @jax.jit
-    def steps(w1, w2, frozen, length_mask):
-        def step(state, keep):
-            w1, w2 = state
-            # interval 1 is the ReLU network itself: its gates are read at every step
-            gates = (inputs @ w1.T > 0).astype(inputs.dtype) if interval == 1 else frozen
-            hidden = (inputs @ w1.T) * gates
-            residual = targets - hidden @ w2.T
-            loss = 0.5 * jnp.mean(jnp.sum(residual**2, axis=1))
-            new_w1 = w1 + learning_rate * (((residual @ w2) * gates).T @ inputs) / count
-            new_w2 = w2 + learning_rate * residual.T @ hidden / count
-            return (jnp.where(keep, new_w1, w1), jnp.where(keep, new_w2, w2)), loss
-
-        return jax.lax.scan(step, (w1, w2), length_mask)
-
     block = epochs if interval in (None, 1) else interval
     losses = []
     done = 0
@@ -52,7 +55,7 @@ def continuation(inputs, targets, learning_rate: float, w1, w2, epochs: int, int
         length = min(block, epochs - done)
         gates = (inputs @ w1.T > 0).astype(inputs.dtype)
         mask = jnp.arange(block) < length  # one compiled length for every block
-        (w1, w2), block_losses = steps(w1, w2, gates, mask)
+        (w1, w2), block_losses = _steps(w1, w2, gates, mask, inputs, targets, learning_rate, interval == 1)
         losses.append(np.asarray(block_losses)[:length])
         done += length
     return np.concatenate(losses)

@@ -172,8 +172,8 @@ def _render_derive(report):
     if report.get("coupling_numbers"):
         named = report["coupling_numbers"]
         print(
-            f"  {len(named['couplings'])} couplings between such modes are exact numbers named c(k, l) = "
-            f"{named['definition'].split(' = ', 1)[1]} (--json lists the vectors)"
+            f"  {len(named['couplings'])} couplings between such modes are named exact numbers, "
+            f"{named['definition']} (--json lists the vectors)"
         )
     print(f"groups of symmetric pathways: {a['symmetric_groups']}")
     print(f"initial loss {_value_text(report['loss']['initial'])}; loss closed form: {report['loss']['closed_form']}")

@@ -245,30 +245,16 @@ class Prediction:
             logs.append(_log(p0[position : position + width] / 4))
             position += width
         y0 = jnp.asarray(ravel_pytree(flow._chains_at(logs, values))[0])
-        sigma_yx, sigma_x, power = flow.correlations(values)
-        args = (jnp.float64(1.0 / learning_rate), sigma_yx, sigma_x)
+        args = flow.ode_args(1.0 / learning_rate, values)
         if time == GRADIENT_DESCENT:
-            losses = self._chain_steps(y0, args, power, _bucket(int(np.max(offsets)) + 1))
+            losses = flow.structure.descent_losses(
+                y0, args, flow.operands(values)[2], _bucket(int(np.max(offsets)) + 1)
+            )
             return np.asarray(losses)[offsets.astype(int)]
         grid = np.unique(np.concatenate([[0.0], offsets]))  # the chain starts at offset 0
         states = integrate_ode(flow.ode, y0, jnp.asarray(grid), args, rtol=1e-9, atol=1e-14)
-        sampled = np.asarray(flow._loss_of_states(states, sigma_yx, sigma_x, power))
+        sampled = np.asarray(flow.losses_of_states(states, values))
         return sampled[np.searchsorted(grid, offsets)]
-
-    @cached_property
-    def _chain_steps(self):
-        flow = self.flow
-
-        def run(y0, args, power, steps):
-            _, sigma_yx, sigma_x = args
-
-            def step(y, _):
-                loss = flow.loss(flow.maps(flow._unravel(y)), sigma_yx, sigma_x, power)
-                return y + flow.ode(0.0, y, args), loss
-
-            return jax.lax.scan(step, y0, None, length=steps)[1]
-
-        return jax.jit(run, static_argnames=("steps",))
 
     def maps(self, ts, init_scale: float, tau: float, values: Sequence[float]) -> dict[str, Float[Array, "T out in"]]:
         """Per pathway name, its map ``W_p(t)`` at epochs ``ts``."""

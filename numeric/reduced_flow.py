@@ -32,6 +32,131 @@ from .types import Array, ArrayLike, Float, Times, Values
 _RANK_TOLERANCE = 1e-10
 
 
+class FlowStructure:
+    """What a reduced flow's compiled functions depend on: the number of target features and,
+    per pathway, its depth, hidden width, number of inputs and its target features. Networks of
+    one structure (Section 4's ``common+1`` and ``common+2``; the search's networks of equally
+    many pathways) share one ``ode`` and one loss, so diffrax traces and XLA compiles them once.
+
+    The operands (:meth:`ReducedFlow.operands`) gather every pathway in one product: with
+    ``F = [E_1 W_1, ..., E_n W_n]`` (each map written into the rows of its target features) and
+    ``S[j, p] = Sigma_x(j, p)`` the block matrix of all input correlations,
+    ``E_p G_p = (Sigma_yx^E - F S)[:, p]`` and ``L = 1/2 tr<yy^T> - <F, Sigma_yx^E> + 1/2 <F, F S>``,
+    where ``Sigma_yx^E`` holds each ``E_p Sigma_yx(p)`` in the columns of pathway ``p``. These are
+    :meth:`ReducedFlow.gradients` and :meth:`ReducedFlow.loss` term by term."""
+
+    def __init__(self, key):
+        self.key = key
+        self.num_outputs, layout = key
+        self.depths = [depth for depth, _, _, _ in layout]
+        self.outputs = [outputs for _, _, _, outputs in layout]
+        sizes = [inputs for _, _, inputs, _ in layout]
+        self.columns = [slice(start, start + size) for start, size in zip(np.cumsum([0, *sizes[:-1]]), sizes)]
+        self.total_inputs = int(sum(sizes))
+        # a pathway that writes every target feature in order needs no scatter or gather
+        self._every = [outputs == tuple(range(self.num_outputs)) for outputs in self.outputs]
+        template = [
+            [np.zeros((width, inputs))]
+            + [np.zeros((width, width)) for _ in range(depth - 2)]
+            + [np.zeros((len(outputs), width))]
+            for depth, width, inputs, outputs in layout
+        ]
+        self.size, self.unravel = ravel_pytree(template)[0].size, ravel_pytree(template)[1]
+        self.ode = self._make_ode()
+        self.loss_of_states = jax.jit(jax.vmap(self.loss_of_state, in_axes=(0, None, None, None)))
+        self.descent_losses = jax.jit(self._descent_losses, static_argnames=("steps",))
+
+    _known: dict = {}
+
+    @classmethod
+    def of(cls, num_outputs: int, pathways) -> FlowStructure:
+        key = (
+            int(num_outputs),
+            tuple(
+                (p.depth, min(len(p.outputs), len(p.inputs)), len(p.inputs), tuple(int(o) for o in p.outputs))
+                for p in pathways
+            ),
+        )
+        if key not in cls._known:
+            cls._known[key] = cls(key)
+        return cls._known[key]
+
+    @staticmethod
+    def maps(chains):
+        """``W_p`` of every pathway from its weight chain (first layer first)."""
+        out = []
+        for chain in chains:
+            product = chain[0]
+            for w in chain[1:]:
+                product = w @ product
+            out.append(product)
+        return out
+
+    def written(self, maps):
+        """``F = [E_1 W_1, ..., E_n W_n]``: every map in the rows of its target features."""
+        blocks = []
+        for p, m in enumerate(maps):
+            if self._every[p]:
+                blocks.append(m)
+            else:
+                blocks.append(
+                    jnp.zeros((self.num_outputs, m.shape[1]), m.dtype).at[jnp.asarray(self.outputs[p])].set(m)
+                )
+        return jnp.concatenate(blocks, axis=1)
+
+    def loss_of_state(self, y, sigma_yx_written, sigma_x_blocks, power):
+        written = self.written(self.maps(self.unravel(y)))
+        return power / 2 - jnp.sum(written * sigma_yx_written) + jnp.sum(written * (written @ sigma_x_blocks)) / 2
+
+    def _descent_losses(self, y0, args, power, steps: int):
+        """Loss before each of ``steps`` gradient-descent steps ``y <- y + f(0, y, args)`` (the
+        learning rate is ``1/tau``, inside ``f``)."""
+        _, written, blocks = args
+
+        def step(y, _):
+            return y + self.ode(0.0, y, args), self.loss_of_state(y, written, blocks, power)
+
+        return jax.lax.scan(step, y0, None, length=steps)[1]
+
+    def _make_ode(self):
+        unravel, columns, outputs, every = self.unravel, self.columns, self.outputs, self._every
+
+        def f(t, y, args):
+            tau, sigma_yx_written, sigma_x_blocks = args
+            chains = unravel(y)
+            error = sigma_yx_written - self.written(self.maps(chains)) @ sigma_x_blocks
+            rates = []
+            for p, chain in enumerate(chains):
+                g = error[:, columns[p]]
+                if not every[p]:
+                    g = g[jnp.asarray(outputs[p])]
+                layer_rates = []
+                for e in range(len(chain)):
+                    before = chain[0] if e > 0 else None
+                    for w in chain[1:e]:
+                        before = w @ before
+                    after = chain[-1] if e < len(chain) - 1 else None
+                    for w in reversed(chain[e + 1 : -1]):
+                        after = after @ w
+                    rate = g
+                    if after is not None:
+                        rate = after.T @ rate
+                    if before is not None:
+                        rate = rate @ before.T
+                    layer_rates.append(rate / tau)
+                rates.append(layer_rates)
+            return ravel_pytree(rates)[0]
+
+        f.__name__ = "reduced_flow"
+        f.__doc__ = (
+            "f(t, y, args): d/dt of the flattened weight chains of every pathway, y of shape "
+            f"({self.size},).\nargs = (tau, sigma_yx_written, sigma_x_blocks): tau = 1/learning_rate, "
+            f"E_p Sigma_yx(p) in pathway p's columns ({self.num_outputs}, {self.total_inputs}), and the "
+            f"blocks Sigma_x(j, p) ({self.total_inputs}, {self.total_inputs}) (ReducedFlow.operands)"
+        )
+        return f
+
+
 class ReducedFlow:
     """Compiled effective correlations of one network, and its exact gradient flow.
 
@@ -64,17 +189,9 @@ class ReducedFlow:
             for p in range(count)
         ]
         self.widths = [min(len(p.outputs), len(p.inputs)) for p in self.pathways]
-        _, self._unravel = ravel_pytree(
-            self._chains_from(
-                lambda p: (
-                    np.zeros(self.widths[p]),
-                    np.zeros((len(self.pathways[p].outputs), self.widths[p])),
-                    np.zeros((self.widths[p], len(self.pathways[p].inputs))),
-                ),
-                np.ones(count),
-            )
-        )
-        self.ode = self._make_ode()
+        self.structure = FlowStructure.of(task.num_outputs, self.pathways)
+        self._unravel = self.structure.unravel
+        self.ode = self.structure.ode
 
     @cached_property
     def _mode_values(self):
@@ -119,13 +236,33 @@ class ReducedFlow:
 
     def maps(self, chains):
         """``W_p`` of every pathway from its weight chain (first layer first)."""
-        out = []
-        for chain in chains:
-            product = chain[0]
-            for w in chain[1:]:
-                product = w @ product
-            out.append(product)
-        return out
+        return FlowStructure.maps(chains)
+
+    def operands(self, values):
+        """``(Sigma_yx^E, S, tr<yy^T>)`` at ``values``: the correlations as :class:`FlowStructure`'s
+        one product takes them."""
+        return self._at_values("_operand_cache", self._operands_at, values)
+
+    def _operands_at(self, values):
+        sigma_yx, sigma_x, power = self.correlations(values)
+        structure = self.structure
+        written = np.zeros((structure.num_outputs, structure.total_inputs))
+        blocks = np.zeros((structure.total_inputs, structure.total_inputs))
+        for p, pathway in enumerate(self.pathways):
+            written[np.asarray(pathway.outputs, dtype=int), structure.columns[p]] = np.asarray(sigma_yx[p])
+            for j in range(len(self.pathways)):
+                blocks[structure.columns[j], structure.columns[p]] = np.asarray(sigma_x[j][p])
+        return jnp.asarray(written), jnp.asarray(blocks), power
+
+    def ode_args(self, tau: float, values):
+        """``args`` of :attr:`ode` at ``tau = 1/learning_rate`` and ``values``."""
+        written, blocks, _ = self.operands(values)
+        return (jnp.float64(tau), written, blocks)
+
+    def losses_of_states(self, ys, values):
+        """Loss of every flattened state in ``ys`` (rows), compiled once per structure."""
+        written, blocks, power = self.operands(values)
+        return self.structure.loss_of_states(jnp.asarray(ys), written, blocks, power)
 
     def gradients(self, maps, sigma_yx, sigma_x):
         """``G_p = Sigma_yx(p) - sum_j E_p^T E_j W_j Sigma_x(j, p)``."""
@@ -144,38 +281,6 @@ class ReducedFlow:
             for j in range(count)
         )
         return power / 2 - linear + quadratic / 2
-
-    def _make_ode(self):
-        unravel = self._unravel
-
-        def f(t, y, args):
-            tau, sigma_yx, sigma_x = args
-            chains = unravel(y)
-            grads = self.gradients(self.maps(chains), sigma_yx, sigma_x)
-            rates = []
-            for chain, g in zip(chains, grads):
-                layer_rates = []
-                for e in range(len(chain)):
-                    before = chain[0] if e > 0 else None
-                    for w in chain[1:e]:
-                        before = w @ before
-                    after = chain[-1] if e < len(chain) - 1 else None
-                    for w in reversed(chain[e + 1 : -1]):
-                        after = after @ w
-                    rate = g
-                    if after is not None:
-                        rate = after.T @ rate
-                    if before is not None:
-                        rate = rate @ before.T
-                    layer_rates.append(rate / tau)
-                rates.append(layer_rates)
-            return ravel_pytree(rates)[0]
-
-        f.__doc__ = (
-            "f(t, y, args): d/dt of the flattened weight chains of every pathway.\n"
-            "args = (tau, sigma_yx, sigma_x): tau = 1/learning_rate, Sigma_yx[p], Sigma_x[j][p]"
-        )
-        return f
 
     def _chains_from(self, modes_of, a0):
         chains = []
@@ -198,7 +303,7 @@ class ReducedFlow:
 
         return self._chains_from(modes_of, a0)
 
-    def solve(
+    def states(
         self,
         ts: Times,
         a0: Float[ArrayLike, " pathways"] | None,
@@ -208,16 +313,14 @@ class ReducedFlow:
         atol: float = 1e-14,
         log_a0: Float[ArrayLike, " pathways"] | None = None,
     ):
-        """Weight chains at times ``ts`` (a pytree with a leading time axis).
+        """Flattened weight chains at times ``ts``, shape ``(T, structure.size)``.
 
         With ``log_a0`` (one ``log a0`` per pathway) instead of ``a0``, seeds far below float range
         start as :meth:`start` says, and times before its start come from the linear phase."""
-        sigma_yx, sigma_x, _ = self.correlations(values)
-        args = (jnp.float64(tau), sigma_yx, sigma_x)
+        args = self.ode_args(tau, values)
         if log_a0 is None:
             y0, _ = ravel_pytree(self.initial_chains(a0, values))
-            ys = integrate_ode(self.ode, y0, ts, args, rtol=rtol, atol=atol)
-            return jax.vmap(self._unravel)(ys)
+            return integrate_ode(self.ode, y0, ts, args, rtol=rtol, atol=atol)
         ts = np.asarray(ts, dtype=np.float64)
         t0, y0, scale = self.start(log_a0, tau, values)
         early = ts < t0
@@ -240,7 +343,11 @@ class ReducedFlow:
                 )
             )
             rows += list(solved[len(grid) - len(later) :])
-        return jax.vmap(self._unravel)(jnp.asarray(np.stack(rows)))
+        return jnp.asarray(np.stack(rows))
+
+    def solve(self, ts: Times, a0, tau: float, values: Values, **options):
+        """Weight chains at times ``ts`` (a pytree with a leading time axis); as :meth:`states`."""
+        return jax.vmap(self._unravel)(self.states(ts, a0, tau, values, **options))
 
     def trajectory(self, ts, a0, tau, values, **tolerances) -> FlowTrajectory:
         return FlowTrajectory(self, self.solve(ts, a0, tau, values, **tolerances), values)
@@ -249,7 +356,7 @@ class ReducedFlow:
         self, ts: Times, log_a0: Float[ArrayLike, " pathways"], tau: float, values: Values
     ) -> Float[Array, " T"]:
         """Loss at epochs ``ts`` from ``log a0`` per pathway (as :meth:`numeric.race.CompiledNetwork.loss_curve_from_log`)."""
-        return FlowTrajectory(self, self.solve(ts, None, tau, values, log_a0=log_a0), values).loss
+        return self.losses_of_states(self.states(ts, None, tau, values, log_a0=log_a0), values)
 
     # --- seeds as logarithms; crossing times without a grid ---------------------------------
     #: the flow starts where the first mode reaches this fraction of its scale ``s / d_max``
@@ -376,13 +483,6 @@ class ReducedFlow:
             total += float(-linear @ best + best @ hessian @ best / 2)
         return total
 
-    @cached_property
-    def _loss_of_states(self):
-        def loss(y, sigma_yx, sigma_x, power):
-            return self.loss(self.maps(self._unravel(y)), sigma_yx, sigma_x, power)
-
-        return jax.jit(jax.vmap(loss, in_axes=(0, None, None, None)))
-
     def race(
         self,
         log_a0: Float[ArrayLike, " pathways"],
@@ -401,11 +501,10 @@ class ReducedFlow:
         loss is within ``SETTLED_TOLERANCE`` of the least loss over all maps."""
         from .race import RaceResult, ode_race
 
-        sigma_yx, sigma_x, power = self.correlations(values)
         log_a0 = np.asarray(log_a0, dtype=np.float64)
 
         def loss_of_state(ys):
-            return self._loss_of_states(ys, sigma_yx, sigma_x, power)
+            return self.losses_of_states(ys, values)
 
         initial_state = np.asarray(
             ravel_pytree(
@@ -419,7 +518,7 @@ class ReducedFlow:
             state = ravel_pytree(self._chains_at(self.linear_phase(log_a0, float(horizon), tau, values), values))[0]
             final = float(loss_of_state(jnp.asarray(state)[None])[0])
             return RaceResult(initial, {f: None for f in fractions}, final / initial, float(horizon))
-        args = (jnp.float64(tau), sigma_yx, sigma_x)
+        args = self.ode_args(tau, values)
         return ode_race(
             self.ode,
             y0,

@@ -257,7 +257,7 @@ def test_gated_chains_are_the_reduced_flow(xor_models, network):
     pytree = [[w1[p][:1], w2[p][:, :1]] for p in range(len(maps))]  # hidden width min(1, 3) = 1
     y = ravel_pytree(pytree)[0]
     sigma_yx, sigma_x, power = flow.correlations(values)
-    expected = flow.ode(0.0, y, (1.0, sigma_yx, sigma_x))
+    expected = flow.ode(0.0, y, flow.ode_args(1.0, values))
     d1, d2 = chains._rates(w1, w2)
     got = ravel_pytree([[d1[p][:1], d2[p][:, :1]] for p in range(len(maps))])[0]
     np.testing.assert_allclose(np.asarray(got), np.asarray(expected), rtol=1e-12, atol=1e-15)

@@ -4,6 +4,7 @@ trained GDLNs."""
 
 from pathlib import Path
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -102,3 +103,57 @@ def test_reduced_flow_matches_a_trained_gdln_with_explicit_gates():
     trained = np.asarray(run.losses).mean(axis=0)[::20]
     assert predicted[-1] < 0.05 * predicted[0]  # the run covers the whole descent
     assert np.max(np.abs(trained - predicted)) / predicted[0] < 0.02
+
+
+def test_one_flow_per_structure_is_the_gradient_of_the_readable_loss():
+    """The reduced flow's one-product form (``numeric.reduced_flow.FlowStructure``) against an
+    independent computation: autodiff of the term-by-term loss ``ReducedFlow.loss`` on pathways
+    with different target features, inputs and depths; and networks of one structure share one
+    compiled ``ode``."""
+    from jax.flatten_util import ravel_pytree
+
+    document = context_task(4, 3, ["hierarchy", "chain", "clusters"], "context-subsets")
+    outputs = len(document["data"]["targets"][0])
+    inputs = len(document["data"]["inputs"][0])
+    document["network"] = [
+        {
+            "name": "mixed",
+            "pathway": [
+                {"name": "all", "active": list(range(12))},
+                {"name": "some", "active": [0, 1, 2, 3, 4, 5], "outputs": list(range(2, outputs - 3))},
+                {"name": "deep", "active": [4, 5, 6, 7, 8], "inputs": list(range(1, inputs)), "hidden_layers": 2},
+                {"name": "tail", "active": [7, 8, 9, 10, 11], "outputs": [outputs - 1, 0, 5]},
+            ],
+        },
+        {
+            "name": "mixed-again",
+            "pathway": [
+                {"name": "all", "active": list(range(6))},
+                {"name": "some", "active": [3, 4, 5, 6, 7, 8], "outputs": list(range(2, outputs - 3))},
+                {"name": "deep", "active": [0, 5, 11], "inputs": list(range(1, inputs)), "hidden_layers": 2},
+                {"name": "tail", "active": [1, 2, 9], "outputs": [outputs - 1, 0, 5]},
+            ],
+        },
+    ]
+    task = task_from_dict(document, "<mixed>")
+    first, second = (ReducedFlow(NetworkDerivation(task, name)) for name in ("mixed", "mixed-again"))
+    assert first.ode is second.ode and first.structure is second.structure
+    rng = np.random.default_rng(3)
+    for flow in (first, second):
+        y = jnp.asarray(rng.standard_normal(flow.structure.size) * 0.3)
+        sigma_yx, sigma_x, power = flow.correlations([])
+
+        def readable(flat, sigma_yx=sigma_yx, sigma_x=sigma_x, power=power, flow=flow):
+            return flow.loss(flow.maps(flow._unravel(flat)), sigma_yx, sigma_x, power)
+
+        tau = 7.0
+        rates = np.asarray(flow.ode(0.0, y, flow.ode_args(tau, [])))
+        np.testing.assert_allclose(rates, -np.asarray(jax.grad(readable)(y)) / tau, rtol=1e-12, atol=1e-14)
+        assert float(flow.losses_of_states(y[None], [])[0]) == pytest.approx(float(readable(y)), rel=1e-12)
+        chains = flow._unravel(y)
+        gradients = flow.gradients(flow.maps(chains), sigma_yx, sigma_x)  # the depth-2 pathways' rates
+        for p, weights in enumerate(chains):
+            if len(weights) == 2:
+                got = flow._unravel(jnp.asarray(rates))[p]
+                np.testing.assert_allclose(got[1], gradients[p] @ weights[0].T / tau, rtol=1e-12, atol=1e-14)
+        assert ravel_pytree(chains)[0].shape == y.shape

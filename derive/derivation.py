@@ -7,8 +7,9 @@ methods, caches them, and never computes numbers. Numbers come from :mod:`numeri
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, partial
 
 import sympy
 
@@ -57,6 +58,37 @@ class PathwayDerivation:
         return self.pathway.name
 
 
+#: per task (by identity, held weakly), the effective correlations and modes of each gate,
+#: inputs and outputs already derived: networks that share a pathway (every candidate of the
+#: exhaustive search shares its pathways with hundreds of others) derive it once
+_DERIVED_PATHWAYS: dict[int, tuple[weakref.ref, dict]] = {}
+
+
+def _forget_task(identity: int, _reference) -> None:
+    _DERIVED_PATHWAYS.pop(identity, None)
+
+
+def _pathway_modes(
+    task: Task, pathway: Pathway, where: str
+) -> tuple[sympy.ImmutableMatrix, sympy.ImmutableMatrix, tuple]:
+    """``(Sigma_yx, Sigma_x, modes)`` of ``pathway`` on ``task``: numpy's SVD of the float64
+    correlations for large numeric data (:mod:`derive.float_modes`), exact modes otherwise."""
+    identity = id(task)
+    held = _DERIVED_PATHWAYS.get(identity)
+    if held is None or held[0]() is not task:
+        held = (weakref.ref(task, partial(_forget_task, identity)), {})
+        _DERIVED_PATHWAYS[identity] = held
+    key = (pathway.active, pathway.inputs, pathway.outputs)
+    if key not in held[1]:
+        if derives_in_floats(task):
+            syx_array, sx_array = float_sigma_yx(task, pathway), float_sigma_x(task, pathway, pathway)
+            held[1][key] = (as_sympy(syx_array), as_sympy(sx_array), tuple(float_modes(syx_array, sx_array)))
+        else:
+            syx, sx = sigma_yx(task, pathway), sigma_x(task, pathway, pathway)
+            held[1][key] = (syx, sx, tuple(find_modes(syx, sx, where)))
+    return held[1][key]
+
+
 @dataclass(frozen=True)
 class ModeRef:
     """Where a mode sits: pathway position and mode position within it."""
@@ -85,13 +117,9 @@ class NetworkDerivation:
     def pathways(self) -> tuple[PathwayDerivation, ...]:
         derived = []
         for pathway in self.network.pathways:
-            if self.in_floats:  # numpy's SVD of the float64 correlations (derive.float_modes)
-                syx_array, sx_array = float_sigma_yx(self.task, pathway), float_sigma_x(self.task, pathway, pathway)
-                syx, sx = as_sympy(syx_array), as_sympy(sx_array)
-                modes = tuple(float_modes(syx_array, sx_array))
-            else:
-                syx, sx = sigma_yx(self.task, pathway), sigma_x(self.task, pathway, pathway)
-                modes = tuple(find_modes(syx, sx, f"network {self.network.name!r} pathway {pathway.name!r}"))
+            syx, sx, modes = _pathway_modes(
+                self.task, pathway, f"network {self.network.name!r} pathway {pathway.name!r}"
+            )
             # plain names (no LaTeX braces) for JSON keys and text; SymPy's LaTeX printer still
             # writes a_{net.pathway.k} from the underscore
             tag = f"{self.network.name}.{pathway.name}"

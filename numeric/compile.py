@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -60,6 +60,18 @@ def compile_expressions(exprs, args: Sequence[sympy.Symbol], name: str = "compil
     """
     flat = [sympy.sympify(e) for e in (exprs if isinstance(exprs, (list, tuple)) else [exprs])]
     single = not isinstance(exprs, (list, tuple))
+    memo_key = (tuple(flat), tuple(args), single)
+    if memo_key not in _COMPILED:
+        _COMPILED[memo_key] = _compile(flat, args, single, name, cache_key)
+    return _COMPILED[memo_key]
+
+
+#: compiled functions of this process by expressions and arguments: networks that share a
+#: pathway (the search's candidates, a task's networks and the data they all read) compile it once
+_COMPILED: dict[tuple, Callable] = {}
+
+
+def _compile(flat: list[sympy.Expr], args: Sequence[sympy.Symbol], single: bool, name: str, cache_key: str | None):
 
     def split():
         arguments = set(args)

@@ -327,7 +327,7 @@ class TaskPredictions:
         self._staged: dict[str, StagedDerivation] = {}
         self._stages: dict[str, tuple[Prediction, Prediction]] = {}
         self._crossovers: dict[tuple, list[Crossover]] = {}
-        self._mode_scales: dict[str, Callable] = {}
+        self._mode_scales: dict[str, list[Callable | None]] = {}
 
     @cached_property
     def dataset(self) -> NumericDataset:
@@ -346,19 +346,23 @@ class TaskPredictions:
         ``values`` (float64; exact constants correctly rounded, kept in the derivation's cache)."""
         derivation = self.derivation(name)
         if name not in self._mode_scales:
-            modes = [m for p in derivation.pathways for m in p.modes]
-            self._mode_scales[name] = compile_expressions(
-                [*(m.s for m in modes), *(m.d for m in modes)],
-                list(derivation.parameters),
-                f"mode_scales_{name}",
-                cache_key=cache.key_of(derivation),
-            )
-        flat = np.asarray(self._mode_scales[name](*values), dtype=np.float64)
-        count, out, start = len(flat) // 2, [], 0
-        for pathway in derivation.pathways:
-            stop = start + len(pathway.modes)
-            out.append((flat[start:stop], flat[count + start : count + stop]))
-            start = stop
+            # one function per pathway: networks that share a pathway compile it once
+            self._mode_scales[name] = [
+                compile_expressions(
+                    [*(m.s for m in p.modes), *(m.d for m in p.modes)],
+                    list(derivation.parameters),
+                    f"mode_scales_{name}.{p.name}",
+                    cache_key=cache.key_of(derivation),
+                )
+                if p.modes
+                else None
+                for p in derivation.pathways
+            ]
+        out = []
+        for pathway, compiled in zip(derivation.pathways, self._mode_scales[name]):
+            flat = np.asarray(compiled(*values), dtype=np.float64) if compiled is not None else np.zeros(0)
+            count = len(pathway.modes)
+            out.append((flat[:count], flat[count:]))
         return out
 
     def prediction(self, name: str) -> Prediction:

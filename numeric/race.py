@@ -143,10 +143,10 @@ def ode_race(
         return least[0]
 
     t, y, steps = float(t0), np.asarray(y0, dtype=np.float64), 0
-    loss = float(loss_of_state(jnp.asarray(y)[None])[0])
+    loss = float(loss_of_state(np.asarray(y)[None])[0])
     while t < horizon:
         ts, ys, failed = solver_steps(f, y, t, horizon, args, rtol, atol, dtmax=dtmax)
-        losses = np.asarray(loss_of_state(jnp.asarray(ys))) if len(ts) else np.zeros(0)
+        losses = np.asarray(loss_of_state(np.asarray(ys))) if len(ts) else np.zeros(0)
         bad = ~np.isfinite(losses)
         if failed or bad.any():
             cut = int(np.argmax(bad)) if bad.any() else len(ts)
@@ -160,7 +160,7 @@ def ode_race(
 
             def excess(time, t_start=t_start, y_start=y_start, level=level):
                 if time <= t_start:
-                    return float(loss_of_state(jnp.asarray(y_start)[None])[0]) - level
+                    return float(loss_of_state(np.asarray(y_start)[None])[0]) - level
                 state = integrate_to(f, y_start, t_start, time, args, rtol, atol, dtmax=dtmax)
                 return float(loss_of_state(state[None])[0]) - level
 

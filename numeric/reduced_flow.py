@@ -197,14 +197,23 @@ class ReducedFlow:
     def _mode_values(self):
         """The derived modes ``(s, u, v)`` of every pathway, through the one hand-off: never an SVD
         of the data here. Compiled on first use, so a flow that never asks for its basis never
-        derives modes."""
+        derives modes; one function per pathway, shared by every network with that pathway."""
         derivation = self.derivation
-        mode_exprs = [
-            e for pathway_derivation in derivation.pathways for m in pathway_derivation.modes for e in (m.s, *m.u, *m.v)
+        compiled = [
+            compile_expressions(
+                [e for m in pathway_derivation.modes for e in (m.s, *m.u, *m.v)],
+                list(derivation.parameters),
+                f"modes_{derivation.network.name}.{pathway_derivation.name}",
+                cache_key=key_of(derivation),
+            )
+            for pathway_derivation in derivation.pathways
+            if pathway_derivation.modes
         ]
-        return compile_expressions(
-            mode_exprs, list(derivation.parameters), f"modes_{derivation.network.name}", cache_key=key_of(derivation)
-        )
+
+        def values_of(*values):
+            return np.concatenate([np.zeros(0), *(np.asarray(c(*values), dtype=np.float64) for c in compiled)])
+
+        return values_of
 
     def correlations(self, values):
         """``(Sigma_yx[p], Sigma_x[j][p], tr<yy^T>)`` at ``values`` (THEORY Eq. 4), from the data.
@@ -260,9 +269,14 @@ class ReducedFlow:
         return (jnp.float64(tau), written, blocks)
 
     def losses_of_states(self, ys, values):
-        """Loss of every flattened state in ``ys`` (rows), compiled once per structure."""
+        """Loss of every flattened state in ``ys`` (rows), compiled once per structure and number
+        of rows rounded up to a power of two (the race asks for every length up to a segment)."""
         written, blocks, power = self.operands(values)
-        return self.structure.loss_of_states(jnp.asarray(ys), written, blocks, power)
+        ys = np.asarray(ys, dtype=np.float64)  # padded on the host: eager device ops compile per shape too
+        rows = len(ys)
+        padded = np.zeros((1 << max(rows - 1, 0).bit_length(), ys.shape[1]))
+        padded[:rows] = ys
+        return np.asarray(self.structure.loss_of_states(padded, written, blocks, power))[:rows]
 
     def gradients(self, maps, sigma_yx, sigma_x):
         """``G_p = Sigma_yx(p) - sum_j E_p^T E_j W_j Sigma_x(j, p)``."""

@@ -201,6 +201,31 @@ def test_search_orbits_are_distinct_and_complete_on_xor():
     assert search["unrealizable_patterns"] == 1  # all four points: w . (x0 + x3) > 0 > w . (x1 + x2)
 
 
+def test_search_orbits_are_the_brute_force_orbits_on_two_items():
+    """The search's vectorised canonical codes split the candidates exactly as
+    ``canonical_form`` under every automorphism does, across network sizes (a code read without
+    its size once merged ``{a}`` with ``{0, a}``), and every orbit's size divides the group's."""
+    from itertools import combinations
+
+    from verify.search import _network, search_networks
+
+    task = task_from_dict(context_task(2, 3, ["hierarchy"] * 3))
+    networks, search = search_networks(task, None, 4, "contexts")
+    group = automorphisms(task)
+    patterns = [tuple(p["active"]) for p in search["patterns"] if p["active"] not in search["undriven_patterns"]]
+    leaders = {tuple(p["active"]) for p in search["patterns"] if p["leads"]}
+    brute: dict[tuple, int] = {}
+    for size in range(1, 5):
+        for chosen in combinations(patterns, size):
+            if leaders & set(chosen):
+                form = canonical_form(_network("n", chosen, task, 10), group)
+                brute[form] = brute.get(form, 0) + 1
+    raced = [canonical_form(n, group) for n in networks]
+    assert len(set(raced)) == len(raced) == len(brute)  # one network per orbit, every orbit raced
+    assert [brute[form] for form in raced] == search["orbit_sizes"]
+    assert all(len(group) % size == 0 for size in search["orbit_sizes"])
+
+
 @pytest.mark.parametrize(
     "args, fragment",
     [

@@ -263,6 +263,27 @@ def race_order(entry: Mapping[str, Any]) -> tuple:
     return (not finite, entry["t_90"] is None, entry["t_90"] or 0.0, entry["final_loss"] if finite else 0.0)
 
 
+def flow_race(
+    task: Task, overrides: Mapping[str, float] | None = None, models: TaskPredictions | None = None
+) -> tuple[dict[str, float], dict[str, dict[str, Any]]]:
+    """``(parameters, {name: {"t_90", "final_loss"}})``: every network raced on its exact reduced
+    flow, as :func:`race_report` races it (crossings solved on the flow, no grid), without the
+    closed forms, speeds and crossovers that report derives. The exhaustive search races
+    hundreds of networks for these two numbers alone."""
+    models = models or TaskPredictions(task)
+    values = check_values(task, overrides, models)
+    vector, training = _vector(task, values), task.training
+    entries = {}
+    for network in tqdm(task.networks, desc="race", disable=None, leave=False):
+        prediction = Prediction(models.derivation(network.name), kind=REDUCED_FLOW)
+        result = prediction.race(training.init_scale, training.tau, vector, training.epochs)
+        entries[network.name] = {
+            "t_90": _finite_or_none(result.crossings[0.1]),
+            "final_loss": _finite_or_none(result.final_loss),
+        }
+    return {s.name: v for s, v in values.items()}, entries
+
+
 def race_report(
     task: Task,
     overrides: Mapping[str, float] | None = None,

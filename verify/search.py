@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from derive.automorphisms import automorphisms, canonical_form
+from derive.automorphisms import automorphisms
 from derive.errors import SpecError
 from derive.spec import Network, Pathway, Task
 from numeric.data import NumericDataset
@@ -114,16 +114,18 @@ def search_networks(
     ]
     group = automorphisms(task)
     units = task.training.hidden_units
-    orbits: dict[tuple, list[tuple[tuple[int, ...], ...]]] = {}
+    moves = _pattern_moves(driven, group)
+    leading = np.array([p in leaders for p in driven])
+    orbits: dict[tuple[int, int], list[tuple[tuple[int, ...], ...]]] = {}
     considered = without_leader = 0
     for size in range(1, max_pathways + 1):
-        for chosen in combinations(driven, size):
-            considered += 1
-            if not leaders.intersection(chosen):
-                without_leader += 1
-                continue
-            network = _network("candidate", chosen, task, units)
-            orbits.setdefault(canonical_form(network, group), []).append(chosen)
+        chosen = np.array(list(combinations(range(len(driven)), size)), dtype=np.int64).reshape(-1, size)
+        considered += len(chosen)
+        led = leading[chosen].any(axis=1)
+        without_leader += int(np.count_nonzero(~led))
+        chosen = chosen[led]
+        for members, form in zip(chosen, _canonical_codes(chosen, moves)):
+            orbits.setdefault((size, int(form)), []).append(tuple(driven[k] for k in members))
     if len(orbits) > MAX_RACED_NETWORKS:
         raise SpecError(
             task.source,
@@ -149,6 +151,41 @@ def search_networks(
         ),
     }
     return networks, report
+
+
+def _pattern_moves(patterns: list[tuple[int, ...]], group) -> np.ndarray:
+    """How each automorphism moves the search's patterns, as index permutations (one row per
+    distinct permutation). Every pathway has all inputs and outputs, so an automorphism moves a
+    network by its datapoint permutation alone. The patterns are extended by their images (a union
+    of contexts may map to a set that is none), which get the indices after ``patterns``."""
+    moved = [[tuple(sorted(g.datapoints[n] for n in p)) for g in group] for p in patterns]
+    index = {p: k for k, p in enumerate(patterns)}
+    for images in moved:
+        for image in images:
+            index.setdefault(image, len(index))
+    closure = list(index)
+    rows = {tuple(index[tuple(sorted(g.datapoints[n] for n in p))] for p in closure) for g in group}
+    return np.array(sorted(rows), dtype=np.int64).reshape(-1, len(closure))
+
+
+#: networks canonicalised at a time (memory: moves x chunk x size integers)
+_CHUNK = 4096
+
+
+def _canonical_codes(chosen: np.ndarray, moves: np.ndarray) -> np.ndarray:
+    """One integer per network (rows of pattern indices, one size): the least, over ``moves``, of
+    its sorted moved indices read as digits base the number of patterns. Equal exactly for
+    networks in one orbit, as :func:`derive.automorphisms.canonical_form` but vectorised."""
+    count, size = moves.shape[1], chosen.shape[1]
+    if count**size >= 2**62:
+        raise ValueError(f"{count} patterns and {size} pathways do not fit one integer code")
+    weights = count ** np.arange(size - 1, -1, -1, dtype=np.int64)
+    codes = np.empty(len(chosen), dtype=np.int64)
+    for start in range(0, len(chosen), _CHUNK):
+        block = chosen[start : start + _CHUNK]
+        images = np.sort(moves[:, block], axis=-1)  # moves x networks x size
+        codes[start : start + _CHUNK] = (images @ weights).min(axis=0)
+    return codes
 
 
 def _network(name: str, chosen: tuple[tuple[int, ...], ...], task: Task, units: int) -> Network:

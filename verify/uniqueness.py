@@ -17,7 +17,7 @@ from derive.errors import SpecError
 from derive.spec import Task
 from numeric.prediction import TaskPredictions
 
-from .reports import race_order, race_report
+from .reports import flow_race, race_order, race_report
 from .search import searched_task
 from .union import union_report
 
@@ -55,8 +55,11 @@ def unique_report(
         raise SpecError(task.source, "network", "uniqueness needs at least one [[network]]")
     models = TaskPredictions(task)
     group = automorphisms(task)
-    race = race_report(task, overrides, models=models)
-    by_name = {n["name"]: n for n in race["networks"]}
+    if search is None:
+        race = race_report(task, overrides, models=models)
+        parameters, by_name = race["parameters"], {n["name"]: n for n in race["networks"]}
+    else:  # hundreds of candidates, all on the exact reduced flow
+        parameters, by_name = flow_race(task, overrides, models)
     orbits: list[dict[str, Any]] = []
     for members in network_orbits(task.networks, group):
         times = [by_name[m]["t_90"] for m in members]
@@ -79,7 +82,7 @@ def unique_report(
     for orbit in orbits:
         orbit["pathways"] = [[list(p.active) for p in names[m].pathways] for m in orbit["networks"]]
     report: dict[str, Any] = {
-        "parameters": race["parameters"],
+        "parameters": parameters,
         "candidates": "the spec's networks"
         if search is None
         else f"every network of at most {max_pathways} realizable patterns ({patterns}), one per orbit (search)",

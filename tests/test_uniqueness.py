@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from derive.automorphisms import Automorphism, automorphisms, canonical_form, network_orbits
-from derive.spec import Network, Pathway, task_from_dict
+from derive.spec import Network, Pathway, load_spec, task_from_dict
 from derive.tasks import context_task, xor_task
 from verify.reports import race_report
 from verify.uniqueness import unique_report
@@ -254,7 +254,7 @@ def test_search_refuses_more_than_sixteen_datapoints(capsys):
     assert "at most 16 datapoints" in capsys.readouterr().err
 
 
-@pytest.mark.exhaustive  # about 3 minutes on 2 cores: 111 orbits raced
+@pytest.mark.slow  # about 30 s on 2 cores: 111 orbits raced
 def test_search_finds_common_plus_three_context_pathways_for_four_contexts():
     """Section 5 with K = 4 contexts of 4 items: common + the (K-1)-context pathways, alone in front."""
     task = task_from_dict(context_task(4, 4, ["hierarchy"] * 4))
@@ -264,6 +264,38 @@ def test_search_finds_common_plus_three_context_pathways_for_four_contexts():
     labels = sorted(set(contexts))
     paper = {tuple(range(task.num_datapoints))} | {
         tuple(n for n, c in enumerate(contexts) if c != dropped) for dropped in labels
+    }
+    assert {tuple(p) for p in report["orbits"][0]["pathways"][0]} == paper
+    assert report["unique"] and report["search"]["perron_frobenius_violations"] == []
+
+
+@pytest.mark.slow  # about 35 s on 2 cores: 42 orbits of the 24-datapoint task raced
+def test_search_finds_the_papers_network_on_the_full_section4_task():
+    """Section 4 itself (8 items, ring and cross blocks): among every network of at most 4 unions
+    of contexts, common + the three two-context pathways is alone in front."""
+    from .conftest import ROOT
+
+    task = load_spec(ROOT / "examples" / "section4_context.toml")
+    report = unique_report(task, max_pathways=4, patterns="contexts")
+    contexts = task.contexts
+    assert contexts is not None
+    paper = {tuple(range(task.num_datapoints))} | {
+        tuple(n for n, c in enumerate(contexts) if c != dropped) for dropped in sorted(set(contexts))
+    }
+    assert {tuple(p) for p in report["orbits"][0]["pathways"][0]} == paper
+    assert report["unique"] and report["margin"] > report["tolerance"]
+
+
+@pytest.mark.exhaustive  # about 10 minutes on 2 cores: 2276 orbits raced
+def test_search_finds_common_plus_four_context_pathways_for_five_contexts():
+    """Section 5 with K = 5 contexts of 4 items, every network of at most 6 unions of contexts:
+    common + the five (K-1)-context pathways, alone in front."""
+    task = task_from_dict(context_task(4, 5, ["hierarchy"] * 5))
+    report = unique_report(task, max_pathways=6, patterns="contexts")
+    contexts = task.contexts
+    assert contexts is not None
+    paper = {tuple(range(task.num_datapoints))} | {
+        tuple(n for n, c in enumerate(contexts) if c != dropped) for dropped in sorted(set(contexts))
     }
     assert {tuple(p) for p in report["orbits"][0]["pathways"][0]} == paper
     assert report["unique"] and report["search"]["perron_frobenius_violations"] == []
@@ -304,3 +336,40 @@ def test_search_ranking_agrees_with_trained_explicit_gate_gdlns():
     assert report["margin"] > 0.03
     trained = trained_t90(task, [searched.network(first), searched.network(second)])
     assert trained[first] < trained[second]
+
+
+#: the fastest orbit is checked against trained GDLNs only where the race separates by more than this
+TRAINED_MARGIN = 0.03
+
+
+@pytest.mark.slow
+@settings(max_examples=4, deadline=None, derandomize=True)
+@given(
+    st.integers(2, 3),
+    st.lists(st.sampled_from(["hierarchy", "chain", "clusters"]), min_size=3, max_size=3),
+)
+def test_fastest_orbit_agrees_with_trained_explicit_gate_gdlns(contexts, blocks):
+    """On random small context tasks (2 items, 2 or 3 contexts, blocks from the task builders),
+    the search's fastest orbit learns first when the networks are trained as explicit-gate GDLNs
+    by gradient descent (2 seeds), against the first orbit it leads by more than
+    ``TRAINED_MARGIN`` in t_90."""
+    from hypothesis import assume
+
+    from verify.search import searched_task
+
+    from .conftest import trained_t90
+
+    task = task_from_dict(context_task(2, contexts, blocks[:contexts]))
+    report = unique_report(task, max_pathways=3, patterns="contexts")
+    first = report["orbits"][0]
+    assume(first["t_90"] is not None)
+    behind = [
+        o
+        for o in report["orbits"][1:]
+        if o["t_90"] is not None and (o["t_90"] - first["t_90"]) / first["t_90"] > TRAINED_MARGIN
+    ]
+    assume(behind)
+    searched, _ = searched_task(task, None, 3, "contexts")
+    fastest, runner_up = first["networks"][0], behind[0]["networks"][0]
+    trained = trained_t90(task, [searched.network(fastest), searched.network(runner_up)])
+    assert trained[fastest] < trained[runner_up]

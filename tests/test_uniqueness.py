@@ -254,29 +254,10 @@ def test_search_refuses_more_than_sixteen_datapoints(capsys):
     assert "at most 16 datapoints" in capsys.readouterr().err
 
 
-@pytest.mark.slow  # about 30 s on 2 cores: 111 orbits raced
-def test_search_finds_common_plus_three_context_pathways_for_four_contexts():
-    """Section 5 with K = 4 contexts of 4 items: common + the (K-1)-context pathways, alone in front."""
-    task = task_from_dict(context_task(4, 4, ["hierarchy"] * 4))
-    report = unique_report(task, max_pathways=5, patterns="contexts")
-    contexts = task.contexts
-    assert contexts is not None
-    labels = sorted(set(contexts))
-    paper = {tuple(range(task.num_datapoints))} | {
-        tuple(n for n, c in enumerate(contexts) if c != dropped) for dropped in labels
-    }
-    assert {tuple(p) for p in report["orbits"][0]["pathways"][0]} == paper
-    assert report["unique"] and report["search"]["perron_frobenius_violations"] == []
-
-
-@pytest.mark.slow  # about 35 s on 2 cores: 42 orbits of the 24-datapoint task raced
-def test_search_finds_the_papers_network_on_the_full_section4_task():
-    """Section 4 itself (8 items, ring and cross blocks): among every network of at most 4 unions
-    of contexts, common + the three two-context pathways is alone in front."""
-    from .conftest import ROOT
-
-    task = load_spec(ROOT / "examples" / "section4_context.toml")
-    report = unique_report(task, max_pathways=4, patterns="contexts")
+def _assert_common_and_all_but_one_context_lead_alone(task, max_pathways: int) -> None:
+    """The search's fastest orbit is the paper's network: the common pathway and one pathway per
+    context left out (every context but one), alone in front with no Perron-Frobenius violation."""
+    report = unique_report(task, max_pathways=max_pathways, patterns="contexts")
     contexts = task.contexts
     assert contexts is not None
     paper = {tuple(range(task.num_datapoints))} | {
@@ -284,21 +265,29 @@ def test_search_finds_the_papers_network_on_the_full_section4_task():
     }
     assert {tuple(p) for p in report["orbits"][0]["pathways"][0]} == paper
     assert report["unique"] and report["margin"] > report["tolerance"]
+    assert report["search"]["perron_frobenius_violations"] == []
+
+
+@pytest.mark.slow  # about 30 s on 2 cores: 111 orbits raced
+def test_search_finds_common_plus_three_context_pathways_for_four_contexts():
+    """Section 5 with K = 4 contexts of 4 items: common + the (K-1)-context pathways, alone in front."""
+    _assert_common_and_all_but_one_context_lead_alone(task_from_dict(context_task(4, 4, ["hierarchy"] * 4)), 5)
+
+
+@pytest.mark.slow  # about 35 s on 2 cores: 42 orbits of the 24-datapoint task raced
+def test_search_finds_the_papers_network_on_the_full_section4_task():
+    """Section 4 itself (8 items, ring and cross blocks, 3 contexts): among every network of at
+    most 4 unions of contexts, common + the three two-context pathways is alone in front."""
+    from .conftest import ROOT
+
+    _assert_common_and_all_but_one_context_lead_alone(load_spec(ROOT / "examples" / "section4_context.toml"), 4)
 
 
 @pytest.mark.exhaustive  # about 10 minutes on 2 cores: 2276 orbits raced
 def test_search_finds_common_plus_four_context_pathways_for_five_contexts():
     """Section 5 with K = 5 contexts of 4 items, every network of at most 6 unions of contexts:
     common + the five (K-1)-context pathways, alone in front."""
-    task = task_from_dict(context_task(4, 5, ["hierarchy"] * 5))
-    report = unique_report(task, max_pathways=6, patterns="contexts")
-    contexts = task.contexts
-    assert contexts is not None
-    paper = {tuple(range(task.num_datapoints))} | {
-        tuple(n for n, c in enumerate(contexts) if c != dropped) for dropped in sorted(set(contexts))
-    }
-    assert {tuple(p) for p in report["orbits"][0]["pathways"][0]} == paper
-    assert report["unique"] and report["search"]["perron_frobenius_violations"] == []
+    _assert_common_and_all_but_one_context_lead_alone(task_from_dict(context_task(4, 5, ["hierarchy"] * 5)), 6)
 
 
 @settings(max_examples=8, deadline=None)

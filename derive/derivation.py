@@ -78,9 +78,10 @@ def _pathway_modes(
     if held is None or held[0]() is not task:
         held = (weakref.ref(task, partial(_forget_task, identity)), {})
         _DERIVED_PATHWAYS[identity] = held
-    key = (pathway.active, pathway.inputs, pathway.outputs)
+    in_floats = derives_in_floats(task)  # part of the key: the route can be switched for one task
+    key = (in_floats, pathway.active, pathway.inputs, pathway.outputs)
     if key not in held[1]:
-        if derives_in_floats(task):
+        if in_floats:
             syx_array, sx_array = float_sigma_yx(task, pathway), float_sigma_x(task, pathway, pathway)
             held[1][key] = (as_sympy(syx_array), as_sympy(sx_array), tuple(float_modes(syx_array, sx_array)))
         else:

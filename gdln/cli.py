@@ -670,9 +670,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--patterns",
-        choices=["all", "contexts"],
+        choices=["all", "contexts", "self-consistent"],
         default="all",
-        help="with --max-pathways: every realizable pattern, or the unions of whole contexts (data.contexts)",
+        help="with --max-pathways: every realizable pattern, the unions of whole contexts (data.contexts), or the "
+        "patterns the alignment phase reaches (the leading singular vector of the pattern's correlation gates a ReLU "
+        "unit exactly on it)",
     )
     p.set_defaults(run=cmd_unique)
 

@@ -4,8 +4,9 @@ The automorphism search is checked against brute force over every permutation tr
 tasks; orbits against the race itself (members of an orbit learn identically, to 1e-9).
 """
 
-from itertools import permutations
+from itertools import permutations, product
 
+import numpy as np
 import pytest
 import sympy
 from hypothesis import given, settings
@@ -138,6 +139,53 @@ def test_unique_names_the_fastest_orbit_on_both_sides_of_the_crossover(delta, wi
     assert report["orbits"][0]["networks"] == [winner]
     assert report["unique"] and report["margin"] > report["tolerance"]
     assert {tuple(p["active"]) for p in report["union"]["pathways"]} >= {(0,), (0, 3)}
+
+
+def _xor_crossover() -> float:
+    """Delta* where the paper's two XoR ReLNs are equally fast, as derive solves it."""
+    from numeric.prediction import TaskPredictions
+
+    task = task_from_dict(xor_task())
+    (crossover,) = TaskPredictions(task).crossovers("linear", "xor", task.values(None))
+    return float(crossover.expr)
+
+
+@pytest.mark.parametrize("side", [-1, 1])
+def test_self_consistent_search_switches_at_the_derived_crossover(side):
+    """With the gates the alignment phase reaches (``--patterns self-consistent``: 4 single points
+    and the 2 classes below Delta = 2 sqrt 2), every network of at most 4 of them is raced, and
+    the fastest orbit is the paper's xor ReLN just below the derived Delta* and its linear ReLN
+    just above it, alone in front. With every realizable pattern it is neither (README)."""
+    delta = _xor_crossover() * (1 + 0.04 * side)
+    task = task_from_dict(xor_task())
+    report = unique_report(task, {"Delta": delta}, max_pathways=4, patterns="self-consistent")
+    singles, classes = {(0,), (1,), (2,), (3,)}, {(0, 3), (1, 2)}
+    assert {tuple(p["active"]) for p in report["search"]["patterns"]} == singles | classes
+    assert {tuple(p) for p in report["orbits"][0]["pathways"][0]} == (singles if side < 0 else classes)
+    assert report["unique"]
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.integers(3, 6), st.integers(1, 3), st.integers(0, 2**31 - 1))
+def test_self_consistent_patterns_are_realizable_and_gate_their_own_direction(count, outputs, seed):
+    """On random data: every self-consistent pattern is realizable (its own leading singular
+    vector realizes it), and that vector, or its negative, is on exactly there."""
+    from verify.realizability import realizable
+    from verify.search import self_consistent
+
+    rng = np.random.default_rng(seed)
+    inputs, targets = rng.standard_normal((count, 3)), rng.standard_normal((count, outputs))
+    for bits in product((0, 1), repeat=count):
+        pattern = tuple(n for n, b in enumerate(bits) if b)
+        if not pattern:
+            continue
+        correlation = targets[list(pattern)].T @ inputs[list(pattern)] / count
+        verdict = self_consistent(inputs, correlation, pattern)
+        if verdict:
+            assert realizable(inputs, frozenset(pattern))[0]
+            v = np.linalg.svd(correlation)[2][0]
+            on = {n for n in range(count) if inputs[n] @ v > 0}
+            assert set(pattern) in (on, set(range(count)) - on)
 
 
 def test_unique_command_json_contract(capsys):

@@ -48,7 +48,29 @@ def _pattern_name(pattern: tuple[int, ...]) -> str:
 
 
 #: which gate patterns the search builds pathways from
-PATTERN_SETS = ("all", "contexts")
+PATTERN_SETS = ("all", "contexts", "self-consistent")
+
+
+def self_consistent(inputs: np.ndarray, correlation: np.ndarray, pattern: tuple[int, ...]) -> bool | None:
+    """Whether ``pattern`` is a fixed point of the early alignment phase: the leading input
+    singular vector ``v`` of its correlation (``Sigma_yx`` of the pattern, the residual being the
+    targets) switches a ReLU unit on exactly at ``pattern``, with ``w = v`` or ``w = -v`` (the
+    output weights then take the sign, ``(-u)(-v)^T = u v^T``). A unit at small initialization
+    turns towards such a direction (Maennel, Bousquet & Gelly 2018; Kumar & Haupt 2024), so these
+    are the gates one ReLU layer reaches, a subset of the realizable ones (``v`` realizes them).
+    ``None`` when the leading singular value is repeated and ``v`` is not determined."""
+    if not correlation.size:
+        return False
+    _, values, right = np.linalg.svd(correlation)
+    if values[0] <= 0:
+        return False
+    if len(values) > 1 and values[1] >= values[0] * (1 - SPEED_TOLERANCE):
+        return None
+    projections = inputs @ right[0]
+    scale = SPEED_TOLERANCE * float(np.max(np.abs(projections)))
+    on = tuple(int(n) for n in np.flatnonzero(projections > scale))
+    off = tuple(int(n) for n in np.flatnonzero(-projections > scale))
+    return tuple(pattern) in (on, off)
 
 
 def search_networks(
@@ -56,8 +78,10 @@ def search_networks(
 ) -> tuple[tuple[Network, ...], dict[str, Any]]:
     """The networks the search races (one per orbit) and the search's account of itself.
 
-    ``patterns`` is ``"all"`` (every realizable pattern) or ``"contexts"`` (the realizable unions
-    of whole contexts, ``data.contexts``: the patterns of the paper's candidates)."""
+    ``patterns`` is ``"all"`` (every realizable pattern), ``"contexts"`` (the realizable unions
+    of whole contexts, ``data.contexts``: the patterns of the paper's candidates) or
+    ``"self-consistent"`` (the patterns :func:`self_consistent` keeps: those the alignment phase
+    reaches, with a repeated leading singular value kept too and reported)."""
     if patterns not in PATTERN_SETS:
         raise SpecError(task.source, "--patterns", f"expected one of {', '.join(PATTERN_SETS)}, got {patterns!r}")
     if patterns == "contexts" and task.contexts is None:
@@ -65,7 +89,7 @@ def search_networks(
     if not 1 <= max_pathways <= 8:
         raise SpecError(task.source, "--max-pathways", f"must be between 1 and 8, got {max_pathways}")
     count = task.num_datapoints
-    if patterns == "all" and count > MAX_LEMMA_DATAPOINTS:
+    if patterns != "contexts" and count > MAX_LEMMA_DATAPOINTS:
         raise SpecError(
             task.source,
             "data",
@@ -85,7 +109,10 @@ def search_networks(
         gates = [tuple(k for k, b in enumerate(bits) if b) for bits in product((0, 1), repeat=count) if any(bits)]
     found = [g for g in gates if realizable(inputs, frozenset(g))[0]]
     correlations = {p: targets[list(p)].T @ inputs[list(p)] / count for p in found}
-    speed = {p: float(np.linalg.norm(c, 2)) if c.size else 0.0 for p, c in correlations.items()}
+    consistent = {p: self_consistent(inputs, correlations[p], p) for p in found}
+    if patterns == "self-consistent":
+        found = [p for p in found if consistent[p] is not False]
+    speed = {p: float(np.linalg.norm(correlations[p], 2)) if correlations[p].size else 0.0 for p in found}
     scale = max(speed.values(), default=0.0)
     driven = [p for p in found if speed[p] > SPEED_TOLERANCE * max(scale, 1.0)]
     leaders = {p for p in driven if speed[p] >= scale * (1 - SPEED_TOLERANCE)}
@@ -137,7 +164,10 @@ def search_networks(
     report = {
         "max_pathways": max_pathways,
         "pattern_set": patterns,
-        "patterns": [{"active": list(p), "speed": speed[p], "leads": p in leaders} for p in found],
+        "patterns": [
+            {"active": list(p), "speed": speed[p], "leads": p in leaders, "self_consistent": consistent[p]}
+            for p in found
+        ],
         "unrealizable_patterns": len(gates) - len(found),
         "undriven_patterns": [list(p) for p in found if p not in driven],
         "candidates": considered,
@@ -147,7 +177,9 @@ def search_networks(
         "perron_frobenius_violations": violations,
         "interlacing_violations": interlacing,
         "rule": (
-            "pathways: every realizable pattern with all inputs and outputs; dropped: patterns with Sigma_yx = 0; "
+            f"pathways: every {'self-consistent' if patterns == 'self-consistent' else 'realizable'} pattern"
+            f"{' (union of contexts)' if patterns == 'contexts' else ''} with all inputs and outputs; "
+            "dropped: patterns with Sigma_yx = 0; "
             "raced: networks containing a pattern of the largest singular value, one per orbit"
         ),
     }

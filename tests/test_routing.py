@@ -103,6 +103,20 @@ def test_routing_m4_theory_matches_decoupled_training_and_ranks_sharing_first():
         np.testing.assert_allclose(trained, 2.0, rtol=SQRT_M_TOLERANCE)
 
 
+@pytest.mark.slow
+def test_routing_sqrt_m_holds_for_every_mode_from_smaller_random_weights():
+    """From small random weights the hidden layer's singular values are sqrt(M) times the outer
+    layers' once the initial imbalance (of order ``hidden x init_scale^2``) is small against every
+    mode's learned strength: at init 0.01 all four modes of M = 4 are within 5% (measured 1.956 to
+    1.986 against 2; at the spec's 0.02 the two smaller modes are 6-7% off, at 0.005 all within
+    0.7%)."""
+    report = graph_verify_report(_task(4, 2, init_scale=0.01, epochs=6000), seeds=2)
+    shared = next(n for n in report["networks"] if n["name"] == "share-all")["layer_singular_values"]
+    for side in ("input", "output"):
+        trained = np.divide(shared["hidden"]["trained"], shared[side]["trained"])
+        np.testing.assert_allclose(trained, 2.0, rtol=SQRT_M_TOLERANCE)
+
+
 def test_routing_m7_decoupled_training_and_sqrt_m():
     task = _task(7, 4)
     flow = SharedFlow(SharedReduction(task, "share-all"))

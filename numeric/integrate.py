@@ -16,9 +16,9 @@ import numpy as np
 
 from .types import ArrayLike, Float
 
-#: per vector field, its jit-compiled solves by configuration. One ``jax.jit`` around diffrax
-#: rather than diffrax's own ``filter_jit``: a call then costs microseconds to dispatch, not the
-#: milliseconds of flattening and hashing its arguments (``ode_race`` calls thousands of times).
+#: per vector field, its jit-compiled solves by configuration: one ``jax.jit`` around diffrax, so
+#: a call goes through jit's dispatch rather than diffrax's ``filter_jit``, which partitions and
+#: hashes every argument on each call (the search's races call it thousands of times).
 _SOLVERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 

@@ -48,7 +48,6 @@ class FlowStructure:
     def __init__(self, key):
         self.key = key
         self.num_outputs, layout = key
-        self.depths = [depth for depth, _, _, _ in layout]
         self.outputs = [outputs for _, _, _, outputs in layout]
         sizes = [inputs for _, _, inputs, _ in layout]
         self.columns = [slice(start, start + size) for start, size in zip(np.cumsum([0, *sizes[:-1]]), sizes)]
@@ -61,12 +60,13 @@ class FlowStructure:
             + [np.zeros((len(outputs), width))]
             for depth, width, inputs, outputs in layout
         ]
-        self.size, self.unravel = ravel_pytree(template)[0].size, ravel_pytree(template)[1]
+        flat, self.unravel = ravel_pytree(template)
+        self.size = flat.size
         self.ode = self._make_ode()
         self.loss_of_states = jax.jit(jax.vmap(self.loss_of_state, in_axes=(0, None, None, None)))
         self.descent_losses = jax.jit(self._descent_losses, static_argnames=("steps",))
 
-    _known: dict = {}
+    _known: dict[tuple, FlowStructure] = {}
 
     @classmethod
     def of(cls, num_outputs: int, pathways) -> FlowStructure:

@@ -3,8 +3,9 @@ implement, part 2): every network of at most ``max_pathways`` pathways whose gat
 without bias can implement, pruned by the bounds of the paper's proof, one per orbit of the data's
 automorphisms.
 
-Every realizable pattern (:func:`verify.realizability.realizable`), or every realizable union of
-whole contexts, gives one pathway with all inputs and outputs, as a ReLU unit sees them. Pruning, each step reported with its count:
+Every realizable pattern (:func:`verify.realizability.realizable`), every realizable union of
+whole contexts, or every self-consistent pattern (:func:`self_consistent`: the gates the early
+alignment phase reaches) gives one pathway with all inputs and outputs, as a ReLU unit sees them. Pruning, each step reported with its count:
 
 - a pattern whose effective correlations ``Sigma_yx`` vanish is dropped: its pathway is never
   driven and stays at its seed;

@@ -6,7 +6,8 @@ and their defaults, the network's pathways or graph) together with gdln's versio
 of the source of ``derive`` and ``numeric``, so an edited checkout never reads a stale entry.
 On disk an entry is the pickled derivation with every product computed so far (its cached
 properties), and next to it the numbers ``numeric`` evaluated from it (``.npz``, read with
-``allow_pickle=False``). Entries are only ever written by gdln itself, under
+``allow_pickle=False``). The modes of its pathways are written once for all entries, in
+``derivations/modes``, so a pathway that several networks share is read once. Entries are only ever written by gdln itself, under
 :func:`cache_root`; the pickles are gdln's own objects, never user input.
 
 The disk cache is off unless :func:`enable` is called: the CLI calls it (``--no-cache`` does not)
@@ -32,6 +33,7 @@ import sympy
 from sympy.polys.rings import PolyRing
 
 from .float_modes import derives_in_floats
+from .modes import Mode
 
 #: environment variable naming the cache folder (default: the platform's user cache folder)
 CACHE_ENV = "GDLN_CACHE_DIR"
@@ -124,7 +126,7 @@ def derivation(key: str, build: Callable[[], Any]) -> Any:
     found = None
     if folder is not None and (folder / "derivation.pickle").is_file():
         try:
-            found = pickle.loads((folder / "derivation.pickle").read_bytes())  # gdln's own entry
+            found = _loads((folder / "derivation.pickle").read_bytes(), folder.parent / "modes")  # gdln's own entry
             _stored[key] = computed_products(found)
         except Exception:  # a truncated or foreign entry is rebuilt, never trusted
             found = None
@@ -174,7 +176,7 @@ def flush() -> int:
         if _stored.get(key) == products:
             continue
         try:
-            data = _dumps(_memory[key])
+            data = _dumps(_memory[key], root / "derivations" / "modes")
         except Exception:  # a product that cannot be pickled: this entry stays in memory only
             continue
         folder.mkdir(parents=True, exist_ok=True)
@@ -186,18 +188,64 @@ def flush() -> int:
 
 class _Pickler(pickle.Pickler):
     """SymPy 1.14's ``PolyRing.__getstate__`` deletes keys from the dict it iterates over, so a
-    ring cannot be pickled; it is rebuilt from what defines it (rings are cached by SymPy)."""
+    ring cannot be pickled; it is rebuilt from what defines it (rings are cached by SymPy).
+
+    With ``modes`` (a folder), every :class:`derive.modes.Mode` is written there once, named by a
+    digest of its own pickle, and the derivation refers to it: the networks of a task share most
+    of their pathways (Section 4's three share the common one), and a warm process unpickles
+    each shared pathway's modes, most of a derivation's SymPy, once (:func:`_loads`)."""
+
+    def __init__(self, file, modes: Path | None = None):
+        super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
+        self.modes = modes
 
     def reducer_override(self, obj):
         if isinstance(obj, PolyRing):
             return PolyRing, (obj.symbols, obj.domain, obj.order)
         return NotImplemented
 
+    def persistent_id(self, obj):
+        if self.modes is None or not isinstance(obj, Mode):
+            return None
+        data = _dumps(obj)
+        name = hashlib.sha256(data).hexdigest()[:32]
+        path = self.modes / f"{name}.pickle"
+        if not path.is_file():
+            self.modes.mkdir(parents=True, exist_ok=True)
+            _atomic_write(path, partial(_write_bytes, data))
+        _modes[name] = obj
+        return ("mode", name)
 
-def _dumps(found) -> bytes:
+
+class _Unpickler(pickle.Unpickler):
+    """Reads what :class:`_Pickler` wrote: a mode it refers to comes from this process's modes,
+    else from its file in ``modes``."""
+
+    def __init__(self, file, modes: Path):
+        super().__init__(file)
+        self.modes = modes
+
+    def persistent_load(self, pid):
+        kind, name = pid
+        if kind != "mode" or not all(c in "0123456789abcdef" for c in name):
+            raise pickle.UnpicklingError(f"unknown reference {pid!r}")
+        if name not in _modes:
+            _modes[name] = pickle.loads((self.modes / f"{name}.pickle").read_bytes())  # gdln's own entry
+        return _modes[name]
+
+
+#: modes read or written by this process, by the digest they are stored under
+_modes: dict[str, Any] = {}
+
+
+def _dumps(found, modes: Path | None = None) -> bytes:
     buffer = io.BytesIO()
-    _Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(found)
+    _Pickler(buffer, modes).dump(found)
     return buffer.getvalue()
+
+
+def _loads(data: bytes, modes: Path) -> Any:
+    return _Unpickler(io.BytesIO(data), modes).load()
 
 
 def computed_products(found, depth: int = 3) -> tuple:
@@ -243,3 +291,4 @@ def clear(root: Path | None = None) -> None:
     _stored.clear()
     _touched.clear()
     _arrays.clear()
+    _modes.clear()

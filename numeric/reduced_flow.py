@@ -148,6 +148,7 @@ class FlowStructure:
             return ravel_pytree(rates)[0]
 
         f.__name__ = "reduced_flow"
+        f.persistent_key = f"reduced_flow {self.key!r}"  # type: ignore[attr-defined]  # names its compiled solves on disk
         f.__doc__ = (
             "f(t, y, args): d/dt of the flattened weight chains of every pathway, y of shape "
             f"({self.size},).\nargs = (tau, sigma_yx_written, sigma_x_blocks): tau = 1/learning_rate, "

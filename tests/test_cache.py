@@ -113,3 +113,53 @@ def test_warm_race_equals_cold_race_and_cache_command(capsys, tmp_path, monkeypa
         else:
             cache.enable(previous)
             use_compilation_cache(previous / "jax")
+
+
+def test_reduced_flow_solves_are_read_from_disk_compiled(disk_cache, monkeypatch):
+    """A flow's compiled solve is kept under the cache's ``jax/executables``: a process that has
+    forgotten it reads it back instead of tracing diffrax again, and gets the same race bit for bit."""
+    from numeric import integrate
+
+    task = load_spec(XOR_SPEC)
+    task = task.with_training(epochs=3000)
+    prediction = TaskPredictions(task).prediction("linear")
+    flow = prediction.flow
+    training, vector = task.training, list(task.parameters.values())
+    log_a0 = prediction.log_initial_strengths(training.init_scale)
+    first = flow.race(log_a0, training.tau, vector, training.epochs)
+    stored = list((disk_cache / "jax" / "executables").glob("*.pickle"))
+    assert stored
+    integrate._EXECUTABLES.clear()
+    integrate._SOLVERS.clear()
+
+    def no_tracing(*args, **kwargs):
+        raise AssertionError("traced diffrax again instead of reading the compiled solve")
+
+    monkeypatch.setattr(integrate.diffrax, "diffeqsolve", no_tracing)
+    again = flow.race(log_a0, training.tau, vector, training.epochs)
+    assert again.crossings == first.crossings and again.final_loss == first.final_loss
+    assert cache.usage(disk_cache)["jax"]["files"] >= len(stored)  # `gdln cache` counts and clears them
+
+
+def test_networks_sharing_a_pathway_read_its_modes_once(disk_cache):
+    """Modes are stored once for every derivation (``derivations/modes``): networks with the same
+    pathway, read back from disk, hold the very same mode objects, equal to the built ones."""
+    from derive.spec import task_from_dict
+    from derive.tasks import context_task
+
+    task = task_from_dict(context_task(2, 3, ["hierarchy"] * 3, "context-subsets"))
+    names = [n.name for n in task.networks]
+    built = {name: TaskPredictions(task).derivation(name).pathways for name in names}
+    assert cache.flush() == len(names)
+    assert list((disk_cache / "derivations" / "modes").glob("*.pickle"))
+    cache._memory.clear()
+    cache._modes.clear()
+    again = TaskPredictions(task)
+    read = {name: again.derivation(name).pathways for name in names}
+    for name in names:
+        for built_pathway, read_pathway in zip(built[name], read[name]):
+            assert [(m.s, m.d, m.u, m.v) for m in built_pathway.modes] == [
+                (m.s, m.d, m.u, m.v) for m in read_pathway.modes
+            ]
+    common = [next(p for p in read[name] if len(p.pathway.active) == task.num_datapoints) for name in names]
+    assert len(common) > 1 and all(p.modes[0] is common[0].modes[0] for p in common)

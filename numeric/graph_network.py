@@ -18,7 +18,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
 
-import diffrax
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -255,6 +254,8 @@ def graph_flow_losses(
         return [-learning_rate * g for g in gradient(w)]
 
     ts = jnp.asarray(ts, jnp.float64)
+    import diffrax  # imported where it is used: a warm race never needs it
+
     solution = diffrax.diffeqsolve(
         diffrax.ODETerm(rhs),
         diffrax.Tsit5(),

@@ -12,9 +12,9 @@ import pickle
 import weakref
 from collections.abc import Callable
 
-import diffrax
 import jax
 import jax.numpy as jnp
+import jaxlib
 import numpy as np
 from jax.experimental.serialize_executable import deserialize_and_load, serialize
 
@@ -41,6 +41,8 @@ def _solver(f, every_step: bool, rtol: float, atol: float, max_steps: int, bound
     if key not in known:
 
         def run(y0, t0, t1, args, ts, dtmax):
+            import diffrax  # when traced: a warm process reads compiled solves and never imports it (0.45 s)
+
             solution = diffrax.diffeqsolve(
                 diffrax.ODETerm(f),
                 diffrax.Tsit5(),
@@ -63,46 +65,76 @@ def _solver(f, every_step: bool, rtol: float, atol: float, max_steps: int, bound
     return known[key]
 
 
-def _compiled(f, run, configuration: tuple, inputs: tuple) -> Callable:
-    """``run`` itself, or, for a vector field with a ``persistent_key`` while the disk cache is on,
-    its compiled executable: read from the cache folder, else compiled now and written there. A
-    warm process then neither traces diffrax nor compiles (about 0.7 s per flow structure)."""
+def _digest(name: str, configuration: tuple, inputs: tuple) -> str:
+    """What a compiled solve depends on: the vector field's name, the solver's settings, the
+    argument shapes, gdln's code, JAX and the device."""
+    shapes = jax.tree_util.tree_map(lambda a: (np.shape(a), str(np.asarray(a).dtype)), inputs)
+    device = jax.devices()[0]
+    key = (
+        cache.code_version(),
+        jax.__version__,
+        jaxlib.__version__,
+        device.platform,
+        device.device_kind,
+        name,
+        configuration,
+        shapes,
+    )
+    return hashlib.sha256(repr(key).encode()).hexdigest()[:32]
+
+
+def _compile_and_keep(run, inputs: tuple, path) -> Callable:
+    """``run`` compiled for ``inputs`` and written to ``path``. Compiled with JAX's persistent
+    cache switched off: a program read from there serializes without its machine code (XLA:CPU)
+    and fails in the next process ("Function ... not found")."""
+    from .precision import use_compilation_cache
+
+    folder = jax.config.values["jax_compilation_cache_dir"]
+    use_compilation_cache(None)
+    try:
+        compiled = run.lower(*inputs).compile()
+    finally:
+        use_compilation_cache(folder)
+    try:
+        data = pickle.dumps(serialize(compiled))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_name(f".{path.name}.{os.getpid()}")
+        temporary.write_bytes(data)
+        os.replace(temporary, path)
+    except Exception:  # an executable that cannot be serialized stays in this process
+        pass
+    return compiled
+
+
+def _run(f, run, configuration: tuple, inputs: tuple):
+    """``run(*inputs)``; for a vector field with a ``persistent_key`` while the disk cache is on,
+    through its compiled executable, read from the cache folder, else compiled now and written
+    there. A warm process then neither traces diffrax nor compiles (about 0.7 s per flow
+    structure). A read executable is checked by its first call: if that fails (a stale or
+    foreign entry) the entry is compiled again."""
     name = getattr(f, "persistent_key", None)
     root = cache.cache_root()
     if name is None or root is None:
-        return run
-    shapes = jax.tree_util.tree_map(lambda a: (np.shape(a), str(np.asarray(a).dtype)), inputs)
-    digest = hashlib.sha256(
-        repr(
-            (cache.code_version(), jax.__version__, jax.devices()[0].device_kind, name, configuration, shapes)
-        ).encode()
-    ).hexdigest()[:32]
-    if digest not in _EXECUTABLES:
-        path = root / "jax" / "executables" / f"{digest}.pickle"
-        compiled = None
-        if path.is_file():
-            try:  # gdln's own entry (see derive.cache): a stale or foreign one is compiled again
-                compiled = deserialize_and_load(*pickle.loads(path.read_bytes()))
-            except Exception:
-                compiled = None
-        if compiled is None:
-            compiled = run.lower(*inputs).compile()
-            try:
-                data = pickle.dumps(serialize(compiled))
-                path.parent.mkdir(parents=True, exist_ok=True)
-                temporary = path.with_name(f".{path.name}.{os.getpid()}")
-                temporary.write_bytes(data)
-                os.replace(temporary, path)
-            except Exception:  # an executable that cannot be serialized stays in this process
-                pass
-        _EXECUTABLES[digest] = compiled
-    return _EXECUTABLES[digest]
+        return run(*inputs)
+    digest = _digest(name, configuration, inputs)
+    if digest in _EXECUTABLES:
+        return _EXECUTABLES[digest](*inputs)
+    path = root / "jax" / "executables" / f"{digest}.pickle"
+    if path.is_file():
+        try:  # gdln's own entry (see derive.cache)
+            loaded = deserialize_and_load(*pickle.loads(path.read_bytes()))
+            outputs = jax.block_until_ready(loaded(*inputs))
+            _EXECUTABLES[digest] = loaded
+            return outputs
+        except Exception:  # a stale or foreign entry: compiled again below
+            pass
+    _EXECUTABLES[digest] = _compile_and_keep(run, inputs, path)
+    return _EXECUTABLES[digest](*inputs)
 
 
 def _solve(f, y0, t0, t1, args, ts, rtol: float, atol: float, max_steps: int, dtmax: float | None):
     """Solve from ``y0`` at ``t0`` to ``t1``; saved at ``ts``, or at every accepted step when ``ts`` is ``None``."""
     configuration = (ts is None, float(rtol), float(atol), int(max_steps), dtmax is not None)
-    run = _solver(f, *configuration)
     inputs = (
         np.asarray(y0, dtype=np.float64),
         jnp.float64(t0),
@@ -111,7 +143,7 @@ def _solve(f, y0, t0, t1, args, ts, rtol: float, atol: float, max_steps: int, dt
         jnp.zeros(1) if ts is None else ts,
         jnp.float64(0.0 if dtmax is None else dtmax),
     )
-    return _compiled(f, run, configuration, inputs)(*inputs)
+    return _run(f, _solver(f, *configuration), configuration, inputs)
 
 
 def integrate_ode(

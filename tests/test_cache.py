@@ -135,7 +135,9 @@ def test_reduced_flow_solves_are_read_from_disk_compiled(disk_cache, monkeypatch
     def no_tracing(*args, **kwargs):
         raise AssertionError("traced diffrax again instead of reading the compiled solve")
 
-    monkeypatch.setattr(integrate.diffrax, "diffeqsolve", no_tracing)
+    import diffrax
+
+    monkeypatch.setattr(diffrax, "diffeqsolve", no_tracing)
     again = flow.race(log_a0, training.tau, vector, training.epochs)
     assert again.crossings == first.crossings and again.final_loss == first.final_loss
     assert cache.usage(disk_cache)["jax"]["files"] >= len(stored)  # `gdln cache` counts and clears them
@@ -163,3 +165,46 @@ def test_networks_sharing_a_pathway_read_its_modes_once(disk_cache):
             ]
     common = [next(p for p in read[name] if len(p.pathway.active) == task.num_datapoints) for name in names]
     assert len(common) > 1 and all(p.modes[0] is common[0].modes[0] for p in common)
+
+
+@pytest.mark.slow
+def test_compiled_solves_written_after_a_persistent_cache_hit_load_in_the_next_process(tmp_path):
+    """Three fresh processes: the first fills JAX's persistent cache and the executables; with the
+    executables removed, the second compiles them again while JAX's cache holds the programs; the
+    third must read what the second wrote, not compile again (an XLA:CPU program read from JAX's
+    cache serializes without its machine code, fails to load, and would be rewritten)."""
+    import os
+    import subprocess
+    import sys
+
+    from .conftest import ROOT
+
+    env = {**os.environ, cache.CACHE_ENV: str(tmp_path)}
+    spec = tmp_path / "context.toml"  # interacting pathways: raced on the reduced flow
+    spec.write_text(
+        subprocess.run(
+            [sys.executable, "-m", "gdln", "task", "context", "--items", "2", "--contexts", "3"]
+            + ["--blocks", "hierarchy,hierarchy,hierarchy", "--candidates", "context-subsets", "--no-cache"],
+            check=True,
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+        ).stdout
+    )
+
+    def race():
+        subprocess.run(
+            [sys.executable, "-m", "gdln", "race", str(spec), "--json"],
+            check=True,
+            capture_output=True,
+            cwd=ROOT,
+            env=env,
+        )
+        return {p.name: p.stat().st_mtime_ns for p in (tmp_path / "jax" / "executables").glob("*.pickle")}
+
+    race()
+    for path in (tmp_path / "jax" / "executables").glob("*.pickle"):
+        path.unlink()
+    written = race()
+    assert written
+    assert race() == written  # read back, not compiled and written again

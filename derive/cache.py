@@ -180,7 +180,7 @@ def flush() -> int:
         except Exception:  # a product that cannot be pickled: this entry stays in memory only
             continue
         folder.mkdir(parents=True, exist_ok=True)
-        _atomic_write(folder / "derivation.pickle", partial(_write_bytes, data))
+        write_bytes_atomically(folder / "derivation.pickle", data)
         _stored[key] = products
         written += 1
     return written
@@ -212,7 +212,7 @@ class _Pickler(pickle.Pickler):
         path = self.modes / f"{name}.pickle"
         if not path.is_file():
             self.modes.mkdir(parents=True, exist_ok=True)
-            _atomic_write(path, partial(_write_bytes, data))
+            write_bytes_atomically(path, data)
         _modes[name] = obj
         return ("mode", name)
 
@@ -258,6 +258,12 @@ def computed_products(found, depth: int = 3) -> tuple:
     if not hasattr(found, "__dict__") or isinstance(found, sympy.Basic):
         return ()
     return tuple((name, computed_products(value, depth - 1)) for name, value in sorted(found.__dict__.items()))
+
+
+def write_bytes_atomically(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` so that a reader never sees half of it (gdln's cache entries,
+    here and in :mod:`numeric.integrate`)."""
+    _atomic_write(path, partial(_write_bytes, data))
 
 
 def _write_bytes(data: bytes, handle) -> None:

@@ -7,7 +7,6 @@ stability limit (steps of about ``tau / s``), so long horizons are read off with
 from __future__ import annotations
 
 import hashlib
-import os
 import pickle
 import weakref
 from collections.abc import Callable
@@ -68,7 +67,7 @@ def _solver(f, every_step: bool, rtol: float, atol: float, max_steps: int, bound
 def _digest(name: str, configuration: tuple, inputs: tuple) -> str:
     """What a compiled solve depends on: the vector field's name, the solver's settings, the
     argument shapes, gdln's code, JAX and the device."""
-    shapes = jax.tree_util.tree_map(lambda a: (np.shape(a), str(np.asarray(a).dtype)), inputs)
+    shapes = jax.tree_util.tree_map(lambda a: (np.shape(a), str(jnp.result_type(a))), inputs)  # no device copy
     device = jax.devices()[0]
     key = (
         cache.code_version(),
@@ -98,9 +97,7 @@ def _compile_and_keep(run, inputs: tuple, path) -> Callable:
     try:
         data = pickle.dumps(serialize(compiled))
         path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_name(f".{path.name}.{os.getpid()}")
-        temporary.write_bytes(data)
-        os.replace(temporary, path)
+        cache.write_bytes_atomically(path, data)
     except Exception:  # an executable that cannot be serialized stays in this process
         pass
     return compiled

@@ -49,6 +49,7 @@ class FlowStructure:
         self.key = key
         self.num_outputs, layout = key
         self.outputs = [outputs for _, _, _, outputs in layout]
+        self.widths = [width for _, width, _, _ in layout]  # min(outputs, inputs), set in the key
         sizes = [inputs for _, _, inputs, _ in layout]
         self.columns = [slice(start, start + size) for start, size in zip(np.cumsum([0, *sizes[:-1]]), sizes)]
         self.total_inputs = int(sum(sizes))
@@ -189,8 +190,8 @@ class ReducedFlow:
             ]
             for p in range(count)
         ]
-        self.widths = [min(len(p.outputs), len(p.inputs)) for p in self.pathways]
         self.structure = FlowStructure.of(task.num_outputs, self.pathways)
+        self.widths = self.structure.widths
         self._unravel = self.structure.unravel
         self.ode = self.structure.ode
 

@@ -47,7 +47,7 @@ def unique_report(
     """Orbits of the spec's candidate networks, their race, whether the fastest orbit is alone,
     and the union network's growth. With ``max_pathways`` the candidates are the exhaustive
     search's (:mod:`verify.search`): every network of at most that many realizable patterns
-    (``patterns``: ``"all"`` or ``"contexts"``)."""
+    (``patterns``: ``"all"``, ``"contexts"`` or ``"self-consistent"``), one per orbit already."""
     search = None
     if max_pathways is not None:
         task, search = searched_task(task, overrides, max_pathways, patterns)
@@ -58,10 +58,12 @@ def unique_report(
     if search is None:
         race = race_report(task, overrides, models=models)
         parameters, by_name = race["parameters"], {n["name"]: n for n in race["networks"]}
-    else:  # hundreds of candidates, all on the exact reduced flow
+        grouped = network_orbits(task.networks, group)
+    else:  # hundreds of candidates, all on the exact reduced flow, already one per orbit
         parameters, by_name = flow_race(task, overrides, models)
+        grouped = [[n.name] for n in task.networks]
     orbits: list[dict[str, Any]] = []
-    for members in network_orbits(task.networks, group):
+    for members in grouped:
         times = [by_name[m]["t_90"] for m in members]
         finite = [t for t in times if t is not None]
         orbits.append(

@@ -30,7 +30,9 @@ from typing import Any
 
 import numpy as np
 import sympy
+from sympy.polys.polytools import PurePoly
 from sympy.polys.rings import PolyRing
+from sympy.polys.rootoftools import ComplexRootOf
 
 from .float_modes import derives_in_floats
 from .modes import Mode
@@ -202,6 +204,10 @@ class _Pickler(pickle.Pickler):
     def reducer_override(self, obj):
         if isinstance(obj, PolyRing):
             return PolyRing, (obj.symbols, obj.domain, obj.order)
+        if isinstance(obj, ComplexRootOf):
+            return _complex_root, (obj.poly.as_expr(), obj.poly.domain, obj.index)
+        if type(obj) in _AS_BUILT:
+            return _as_built, (type(obj), obj.args)
         return NotImplemented
 
     def persistent_id(self, obj):
@@ -215,6 +221,31 @@ class _Pickler(pickle.Pickler):
             write_bytes_atomically(path, data)
         _modes[name] = obj
         return ("mode", name)
+
+
+#: SymPy's pickles rebuild these through their constructors, which sort and combine their
+#: arguments again (most of the rest of a warm derivation's unpickling); the arguments
+#: pickled are already in canonical order, so the object is rebuilt as it was
+_AS_BUILT = (sympy.Add, sympy.Mul, sympy.Pow)
+
+
+def _as_built(kind: type, args: tuple) -> sympy.Expr:
+    """``kind(*args)`` without evaluation: equal to the pickled object (same class, same args)."""
+    return kind(*args, evaluate=False)
+
+
+def _complex_root(expr: sympy.Expr, domain, index: int) -> ComplexRootOf:
+    """A root as SymPy built it, without factoring its polynomial again.
+
+    ``CRootOf(f, k)`` factors ``f`` to find the irreducible factor that holds root ``k``: about
+    6 ms for a degree-10 polynomial, most of a warm derivation's unpickling. A pickled root's
+    polynomial is that factor already, so only its isolating intervals are computed, the step
+    SymPy itself takes for an irreducible polynomial (``ComplexRootOf._indexed_root``)."""
+    poly = PurePoly(expr, domain=domain)
+    real_count = len(ComplexRootOf._get_reals([(poly, 1)]))
+    if index >= real_count:
+        ComplexRootOf._get_complexes([(poly, 1)])
+    return ComplexRootOf._new(poly, index)
 
 
 class _Unpickler(pickle.Unpickler):

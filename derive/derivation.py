@@ -468,9 +468,10 @@ class NetworkDerivation:
                 distinct.append(s)
         return tuple(distinct)
 
-    @property
+    @cached_property
     def speed(self) -> sympy.Expr:
-        """Learning speed: the leading singular value over all pathways."""
+        """Learning speed: the leading singular value over all pathways (kept: SymPy's ``Max``
+        compares algebraic numbers numerically, a tenth of a second per network)."""
         return sympy.Max(*self.speed_candidates) if self.speed_candidates else sympy.Integer(0)
 
 

@@ -3,6 +3,7 @@ survive a process on disk; a warm run gives the cold run's answers bit for bit; 
 and ``--no-cache``."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -74,6 +75,34 @@ def test_derivation_round_trips_through_disk(disk_cache):
         np.testing.assert_array_equal(s1, s2)
         np.testing.assert_array_equal(d1, d2)
     assert cache.flush() == 0  # nothing new was computed: nothing is written
+
+
+def test_pickled_roots_and_sums_are_rebuilt_equal_without_factoring(monkeypatch):
+    """The cache rebuilds ``CRootOf``, ``Add``, ``Mul`` and ``Pow`` as they were pickled, without
+    SymPy's constructors: equal objects, the same values to 50 digits, and no factoring."""
+    import sympy.polys.rootoftools as rootoftools
+
+    x, q = sympy.symbols("x q", positive=True)
+    roots = [sympy.CRootOf(x**7 - 3 * x**5 + x**2 - x - 1, k) for k in range(7)]
+    roots += [sympy.CRootOf(4 * x**3 - 6 * x + 1, k) for k in range(3)]
+    sums = [roots[0] + 2 * roots[1] * q, sympy.sqrt(roots[8]) / (1 + q) ** 3, roots[3] * sympy.exp(-q * roots[7])]
+    data = cache._dumps((roots, sums))
+    # a fresh process has no isolating intervals; here the caches are swapped for empty ones
+    monkeypatch.setattr(rootoftools, "_reals_cache", rootoftools._pure_key_dict())
+    monkeypatch.setattr(rootoftools, "_complexes_cache", rootoftools._pure_key_dict())
+
+    def no_factoring(*args, **kwargs):
+        raise AssertionError("factored while unpickling")
+
+    monkeypatch.setattr(rootoftools, "_pure_factors", no_factoring)
+    back_roots, back_sums = cache._loads(data, Path("unused"))
+    monkeypatch.undo()
+    assert back_roots == roots and back_sums == sums
+    for built, read in zip(roots, back_roots):
+        assert read.is_real == built.is_real
+        assert abs(complex(read.evalf(50)) - complex(built.evalf(50))) < 1e-45
+    for built, read in zip(sums, back_sums):
+        assert sympy.N(read.subs(q, 0.7) - built.subs(q, 0.7), 50) == 0
 
 
 def test_key_follows_the_data_and_the_network():

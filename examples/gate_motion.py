@@ -3,7 +3,9 @@ measured): the same alignment phase the predictions start from, then three conti
 
 - ``moving gates``: the ReLU network itself, trained on from the phase's end state;
 - ``frozen gates``: every unit keeps its settled gate pattern (a GDLN with one width-1 chain per
-  unit, no balancing);
+  unit, no balancing). It also prints when its units' own pre-activations start to disagree with
+  the frozen gates (strength-weighted share of unit-datapoint pairs), which the model alone
+  tells, next to when its deviation from the ReLU runs grows;
 - ``re-gated every K``: gates read again from the weights every K epochs, frozen in between;
 - ``one unit per pattern``: the ReLU network itself, each settled pattern's units merged into one
   (the merge below);
@@ -33,41 +35,55 @@ from verify.reports import relu_alignment, relu_initial_weights, train_network
 
 REGATING_INTERVALS = (250, 500, 1000, 2000)
 COARSE_GRAINED_UNITS = (64, 128, 256)
+#: shares of (strength-weighted) unit-datapoint pairs at which the frozen gates are reported to
+#: disagree with the units' own pre-activations, and deviations at which the frozen model is timed
+DISAGREEMENT_LEVELS = (0.01, 0.05, 0.1)
+DEVIATION_LEVELS = (0.005, 0.01, 0.02)
 
 
 @partial(jax.jit, static_argnames=("live",))
 def _steps(w1, w2, frozen, length_mask, inputs, targets, learning_rate, live):
     """Steps of gradient descent while ``length_mask`` is on; the gates are ``frozen``, or, with
-    ``live``, read from the weights at every step (the ReLU network itself)."""
+    ``live``, read from the weights at every step (the ReLU network itself). Per step: the loss,
+    and the share of unit-datapoint pairs, weighted by the unit's strength ``|w| |a|``, whose
+    pre-activation's sign disagrees with the gate used (0 for ``live``)."""
     count = inputs.shape[0]
 
     def step(state, keep):
         w1, w2 = state
-        gates = (inputs @ w1.T > 0).astype(inputs.dtype) if live else frozen
-        hidden = (inputs @ w1.T) * gates
+        pre = inputs @ w1.T
+        own = (pre > 0).astype(inputs.dtype)
+        gates = own if live else frozen
+        hidden = pre * gates
+        strength = jnp.linalg.norm(w1, axis=1) * jnp.linalg.norm(w2, axis=0)
+        disagreeing = jnp.sum(jnp.mean(jnp.abs(own - gates), axis=0) * strength) / jnp.sum(strength)
         residual = targets - hidden @ w2.T
         loss = 0.5 * jnp.mean(jnp.sum(residual**2, axis=1))
         new_w1 = w1 + learning_rate * (((residual @ w2) * gates).T @ inputs) / count
         new_w2 = w2 + learning_rate * residual.T @ hidden / count
-        return (jnp.where(keep, new_w1, w1), jnp.where(keep, new_w2, w2)), loss
+        return (jnp.where(keep, new_w1, w1), jnp.where(keep, new_w2, w2)), (loss, disagreeing)
 
     return jax.lax.scan(step, (w1, w2), length_mask)
 
 
 def continuation(inputs, targets, learning_rate: float, w1, w2, epochs: int, interval: int | None):
     """The loss at each of ``epochs`` steps of gradient descent from ``(w1, w2)``, with gates read
-    from the weights every ``interval`` epochs (every epoch: ``1``; never again: ``None``)."""
+    from the weights every ``interval`` epochs (every epoch: ``1``; never again: ``None``), and the
+    weighted share of pre-activations that disagree with those gates (see ``_steps``)."""
     block = epochs if interval in (None, 1) else interval
-    losses = []
+    losses, shares = [], []
     done = 0
     while done < epochs:
         length = min(block, epochs - done)
         gates = (inputs @ w1.T > 0).astype(inputs.dtype)
         mask = jnp.arange(block) < length  # one compiled length for every block
-        (w1, w2), block_losses = _steps(w1, w2, gates, mask, inputs, targets, learning_rate, interval == 1)
+        (w1, w2), (block_losses, block_shares) = _steps(
+            w1, w2, gates, mask, inputs, targets, learning_rate, interval == 1
+        )
         losses.append(np.asarray(block_losses)[:length])
+        shares.append(np.asarray(block_shares)[:length])
         done += length
-    return np.concatenate(losses)
+    return np.concatenate(losses), np.concatenate(shares)
 
 
 def direction_clusters(w1: np.ndarray, w2: np.ndarray, units: int, seed: int) -> np.ndarray:
@@ -119,7 +135,7 @@ def main(path: str) -> None:
         **{f"coarse-grained to {k} units": (1, k) for k in COARSE_GRAINED_UNITS},
     }
     for name, (interval, units) in models_to_run.items():
-        curves = []
+        curves, disagreement = [], []
         for seed, end in enumerate(alignment.epochs):
             phase = alignment.losses[seed, : int(end)]
             w1, w2 = alignment.w1[seed], alignment.w2[seed]
@@ -127,7 +143,7 @@ def main(path: str) -> None:
                 w1, w2 = merged(w1, w2, pattern_clusters(alignment.gates[seed]))
             elif units is not None:
                 w1, w2 = merged(w1, w2, direction_clusters(w1, w2, units, seed))
-            rest = continuation(
+            rest, shares = continuation(
                 inputs,
                 targets,
                 training.learning_rate,
@@ -137,9 +153,25 @@ def main(path: str) -> None:
                 interval,
             )
             curves.append(np.concatenate([phase, rest])[: training.epochs + 1])
+            disagreement.append(np.concatenate([np.zeros(int(end)), shares])[: training.epochs + 1])
         deviation = (np.mean(curves, axis=0) - relu) / relu[0]
         worst = int(np.argmax(np.abs(deviation)))
         print(f"{name:<28} max deviation {abs(deviation[worst]):.4f} at epoch {worst}")
+        if interval is None:  # where the frozen gates stop being the units' own, with no ReLU run needed
+            share = np.mean(disagreement, axis=0)
+            print(
+                f"{'':<28} its own gates disagree on {', '.join(_first_epochs(share, DISAGREEMENT_LEVELS))}"
+                f"; the deviation passes {', '.join(_first_epochs(np.abs(deviation), DEVIATION_LEVELS))}"
+            )
+
+
+def _first_epochs(curve: np.ndarray, levels: tuple[float, ...]) -> list[str]:
+    """``"level from epoch E"`` for the first epoch at which ``curve`` reaches each level."""
+    found = []
+    for level in levels:
+        above = np.flatnonzero(curve >= level)
+        found.append(f"{level:g} from epoch {int(above[0])}" if len(above) else f"{level:g} never")
+    return found
 
 
 if __name__ == "__main__":

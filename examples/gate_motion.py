@@ -13,7 +13,9 @@ measured): the same alignment phase the predictions start from, then three conti
   of direction (k-means on each unit's unit-norm input and output weights, weighted by its
   strength ``|w| |a|``); a cluster becomes one unit, the top singular pair of its summed map
   ``sum a_j w_j^T``. Units that point the same way and are balanced move as one unit of their
-  summed strength, so this is how many directions the moving gates need.
+  summed strength, so this is how many directions the moving gates need;
+- ``700 units, K directions``: every unit kept, projected on its cluster's direction: what the
+  merge drops, without merging.
 
 Each prints the max |curve - mean ReLU loss| / initial loss over the spec's epochs and seeds.
 Run: ``python examples/gate_motion.py examples/section4_context.toml`` (about 2 minutes on 2 cores).
@@ -35,6 +37,7 @@ from verify.reports import relu_alignment, relu_initial_weights, train_network
 
 REGATING_INTERVALS = (250, 500, 1000, 2000)
 COARSE_GRAINED_UNITS = (16, 32, 64, 128, 256)
+SNAPPED_DIRECTIONS = (64, 256)
 #: shares of (strength-weighted) unit-datapoint pairs at which the frozen gates are reported to
 #: disagree with the units' own pre-activations, and deviations at which the frozen model is timed
 DISAGREEMENT_LEVELS = (0.01, 0.05, 0.1)
@@ -115,6 +118,18 @@ def merged(w1: np.ndarray, w2: np.ndarray, labels: np.ndarray) -> tuple[np.ndarr
     return np.array(merged_in), np.array(merged_out).T
 
 
+def snapped(w1: np.ndarray, w2: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every unit kept, with its weights projected on its cluster's top singular pair: what
+    :func:`merged` drops (the units' components off that pair) without merging any unit."""
+    w1, w2 = w1.copy(), w2.copy()
+    for cluster in np.unique(labels):
+        members = labels == cluster
+        left, _, right = np.linalg.svd(w2[:, members] @ w1[members])
+        w1[members] = np.outer(w1[members] @ right[0], right[0])
+        w2[:, members] = np.outer(left[:, 0], left[:, 0] @ w2[:, members])
+    return w1, w2
+
+
 def main(path: str) -> None:
     jax.config.update("jax_enable_x64", True)
     task = load_spec(path)
@@ -126,13 +141,15 @@ def main(path: str) -> None:
     inputs, targets = (jnp.asarray(a) for a in models.dataset([float(values[s]) for s in task.parameters]))
     run, _, _ = train_network(task, "relu", None, None, None, models)
     relu = np.mean(np.asarray(run.losses), axis=0)[: training.epochs + 1]
-    # name: (re-gating interval, clusters: None = every unit, 0 = one per settled pattern, else k-means)
+    # name: (re-gating interval, clusters: None = every unit, 0 = one per settled pattern, k > 0:
+    # merged into k direction clusters, -k: every unit snapped onto its cluster's direction)
     models_to_run: dict[str, tuple[int | None, int | None]] = {
         "moving gates": (1, None),
         "frozen gates": (None, None),
         **{f"re-gated every {k}": (k, None) for k in REGATING_INTERVALS},
         "one unit per pattern": (1, 0),
         **{f"coarse-grained to {k} units": (1, k) for k in COARSE_GRAINED_UNITS},
+        **{f"700 units, {k} directions": (1, -k) for k in SNAPPED_DIRECTIONS},
     }
     for name, (interval, units) in models_to_run.items():
         curves, disagreement = [], []
@@ -141,8 +158,10 @@ def main(path: str) -> None:
             w1, w2 = alignment.w1[seed], alignment.w2[seed]
             if units == 0:
                 w1, w2 = merged(w1, w2, pattern_clusters(alignment.gates[seed]))
-            elif units is not None:
+            elif units is not None and units > 0:
                 w1, w2 = merged(w1, w2, direction_clusters(w1, w2, units, seed))
+            elif units is not None:
+                w1, w2 = snapped(w1, w2, direction_clusters(w1, w2, -units, seed))
             rest, shares = continuation(
                 inputs,
                 targets,
@@ -156,11 +175,11 @@ def main(path: str) -> None:
             disagreement.append(np.concatenate([np.zeros(int(end)), shares])[: training.epochs + 1])
         deviation = (np.mean(curves, axis=0) - relu) / relu[0]
         worst = int(np.argmax(np.abs(deviation)))
-        print(f"{name:<28} max deviation {abs(deviation[worst]):.4f} at epoch {worst}")
+        print(f"{name:<30} max deviation {abs(deviation[worst]):.4f} at epoch {worst}")
         if interval is None:  # where the frozen gates stop being the units' own, with no ReLU run needed
             share = np.mean(disagreement, axis=0)
             print(
-                f"{'':<28} its own gates disagree on {', '.join(_first_epochs(share, DISAGREEMENT_LEVELS))}"
+                f"{'':<30} its own gates disagree on {', '.join(_first_epochs(share, DISAGREEMENT_LEVELS))}"
                 f"; the deviation passes {', '.join(_first_epochs(np.abs(deviation), DEVIATION_LEVELS))}"
             )
 

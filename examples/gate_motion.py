@@ -15,7 +15,9 @@ measured): the same alignment phase the predictions start from, then three conti
   ``sum a_j w_j^T``. Units that point the same way and are balanced move as one unit of their
   summed strength, so this is how many directions the moving gates need;
 - ``700 units, K directions``: every unit kept, projected on its cluster's direction: what the
-  merge drops, without merging.
+  merge drops, without merging;
+- ``700 units, K cluster gates``: every unit kept whole, but gated as its cluster's summed input
+  weights are: K pathways whose gates move with their own direction.
 
 Each prints the max |curve - mean ReLU loss| / initial loss over the spec's epochs and seeds.
 Run: ``python examples/gate_motion.py examples/section4_context.toml`` (about 2 minutes on 2 cores).
@@ -38,16 +40,19 @@ from verify.reports import relu_alignment, relu_initial_weights, train_network
 REGATING_INTERVALS = (250, 500, 1000, 2000)
 COARSE_GRAINED_UNITS = (16, 32, 64, 128, 256)
 SNAPPED_DIRECTIONS = (64, 256)
+CLUSTER_GATES = (16, 64, 256)
 #: shares of (strength-weighted) unit-datapoint pairs at which the frozen gates are reported to
 #: disagree with the units' own pre-activations, and deviations at which the frozen model is timed
 DISAGREEMENT_LEVELS = (0.01, 0.05, 0.1)
 DEVIATION_LEVELS = (0.005, 0.01, 0.02)
 
 
-@partial(jax.jit, static_argnames=("live",))
-def _steps(w1, w2, frozen, length_mask, inputs, targets, learning_rate, live):
+@partial(jax.jit, static_argnames=("live", "led"))
+def _steps(w1, w2, frozen, length_mask, inputs, targets, learning_rate, live, led, members):
     """Steps of gradient descent while ``length_mask`` is on; the gates are ``frozen``, or, with
-    ``live``, read from the weights at every step (the ReLU network itself). Per step: the loss,
+    ``live``, read from the weights at every step (the ReLU network itself), or, with ``led``,
+    every unit gated as its cluster's summed input weights are (``members``: ``(units, K)``,
+    one-hot). Per step: the loss,
     and the share of unit-datapoint pairs, weighted by the unit's strength ``|w| |a|``, whose
     pre-activation's sign disagrees with the gate used (0 for ``live``)."""
     count = inputs.shape[0]
@@ -56,7 +61,10 @@ def _steps(w1, w2, frozen, length_mask, inputs, targets, learning_rate, live):
         w1, w2 = state
         pre = inputs @ w1.T
         own = (pre > 0).astype(inputs.dtype)
-        gates = own if live else frozen
+        if led:
+            gates = ((inputs @ (members.T @ w1).T) > 0).astype(inputs.dtype) @ members.T
+        else:
+            gates = own if live else frozen
         hidden = pre * gates
         strength = jnp.linalg.norm(w1, axis=1) * jnp.linalg.norm(w2, axis=0)
         disagreeing = jnp.sum(jnp.mean(jnp.abs(own - gates), axis=0) * strength) / jnp.sum(strength)
@@ -69,10 +77,13 @@ def _steps(w1, w2, frozen, length_mask, inputs, targets, learning_rate, live):
     return jax.lax.scan(step, (w1, w2), length_mask)
 
 
-def continuation(inputs, targets, learning_rate: float, w1, w2, epochs: int, interval: int | None):
+def continuation(inputs, targets, learning_rate: float, w1, w2, epochs: int, interval: int | None, members=None):
     """The loss at each of ``epochs`` steps of gradient descent from ``(w1, w2)``, with gates read
-    from the weights every ``interval`` epochs (every epoch: ``1``; never again: ``None``), and the
-    weighted share of pre-activations that disagree with those gates (see ``_steps``)."""
+    from the weights every ``interval`` epochs (every epoch: ``1``; never again: ``None``), or with
+    ``members`` every epoch from the clusters' summed weights, and the weighted share of
+    pre-activations that disagree with those gates (see ``_steps``)."""
+    led = members is not None
+    members = jnp.zeros((1, 1)) if members is None else jnp.asarray(members, jnp.float64)
     block = epochs if interval in (None, 1) else interval
     losses, shares = [], []
     done = 0
@@ -81,7 +92,7 @@ def continuation(inputs, targets, learning_rate: float, w1, w2, epochs: int, int
         gates = (inputs @ w1.T > 0).astype(inputs.dtype)
         mask = jnp.arange(block) < length  # one compiled length for every block
         (w1, w2), (block_losses, block_shares) = _steps(
-            w1, w2, gates, mask, inputs, targets, learning_rate, interval == 1
+            w1, w2, gates, mask, inputs, targets, learning_rate, interval == 1, led, members
         )
         losses.append(np.asarray(block_losses)[:length])
         shares.append(np.asarray(block_shares)[:length])
@@ -141,27 +152,31 @@ def main(path: str) -> None:
     inputs, targets = (jnp.asarray(a) for a in models.dataset([float(values[s]) for s in task.parameters]))
     run, _, _ = train_network(task, "relu", None, None, None, models)
     relu = np.mean(np.asarray(run.losses), axis=0)[: training.epochs + 1]
-    # name: (re-gating interval, clusters: None = every unit, 0 = one per settled pattern, k > 0:
-    # merged into k direction clusters, -k: every unit snapped onto its cluster's direction)
-    models_to_run: dict[str, tuple[int | None, int | None]] = {
-        "moving gates": (1, None),
-        "frozen gates": (None, None),
-        **{f"re-gated every {k}": (k, None) for k in REGATING_INTERVALS},
-        "one unit per pattern": (1, 0),
-        **{f"coarse-grained to {k} units": (1, k) for k in COARSE_GRAINED_UNITS},
-        **{f"700 units, {k} directions": (1, -k) for k in SNAPPED_DIRECTIONS},
+    # name: (re-gating interval, what is done to the units, number of direction clusters)
+    models_to_run: dict[str, tuple[int | None, str, int]] = {
+        "moving gates": (1, "every unit", 0),
+        "frozen gates": (None, "every unit", 0),
+        **{f"re-gated every {k}": (k, "every unit", 0) for k in REGATING_INTERVALS},
+        "one unit per pattern": (1, "merged by pattern", 0),
+        **{f"coarse-grained to {k} units": (1, "merged", k) for k in COARSE_GRAINED_UNITS},
+        **{f"700 units, {k} directions": (1, "snapped", k) for k in SNAPPED_DIRECTIONS},
+        **{f"700 units, {k} cluster gates": (1, "cluster gates", k) for k in CLUSTER_GATES},
     }
-    for name, (interval, units) in models_to_run.items():
+    for name, (interval, reduction, clusters) in models_to_run.items():
         curves, disagreement = [], []
         for seed, end in enumerate(alignment.epochs):
             phase = alignment.losses[seed, : int(end)]
             w1, w2 = alignment.w1[seed], alignment.w2[seed]
-            if units == 0:
+            labels = direction_clusters(w1, w2, clusters, seed) if clusters else None
+            members = None
+            if reduction == "merged by pattern":
                 w1, w2 = merged(w1, w2, pattern_clusters(alignment.gates[seed]))
-            elif units is not None and units > 0:
-                w1, w2 = merged(w1, w2, direction_clusters(w1, w2, units, seed))
-            elif units is not None:
-                w1, w2 = snapped(w1, w2, direction_clusters(w1, w2, -units, seed))
+            elif reduction == "merged":
+                w1, w2 = merged(w1, w2, labels)
+            elif reduction == "snapped":
+                w1, w2 = snapped(w1, w2, labels)
+            elif reduction == "cluster gates":
+                members = np.eye(clusters)[labels]
             rest, shares = continuation(
                 inputs,
                 targets,
@@ -170,6 +185,7 @@ def main(path: str) -> None:
                 jnp.asarray(w2),
                 training.epochs + 1 - int(end),
                 interval,
+                members,
             )
             curves.append(np.concatenate([phase, rest])[: training.epochs + 1])
             disagreement.append(np.concatenate([np.zeros(int(end)), shares])[: training.epochs + 1])

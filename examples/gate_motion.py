@@ -39,7 +39,7 @@ from verify.reports import relu_alignment, relu_initial_weights, train_network
 
 REGATING_INTERVALS = (250, 500, 1000, 2000)
 COARSE_GRAINED_UNITS = (16, 32, 64, 128, 256)
-SNAPPED_DIRECTIONS = (64, 256)
+SNAPPED_DIRECTIONS = (16, 64, 256)
 CLUSTER_GATES = (16, 64, 256)
 #: shares of (strength-weighted) unit-datapoint pairs at which the frozen gates are reported to
 #: disagree with the units' own pre-activations, and deviations at which the frozen model is timed

@@ -1,5 +1,5 @@
 """How much of the ReLU network's departure from the theory is its gates moving (README, Accuracy
-measured): the same alignment phase the predictions start from, then three continuations.
+measured): the same alignment phase the predictions start from, then these continuations.
 
 - ``moving gates``: the ReLU network itself, trained on from the phase's end state;
 - ``frozen gates``: every unit keeps its settled gate pattern (a GDLN with one width-1 chain per
@@ -14,13 +14,13 @@ measured): the same alignment phase the predictions start from, then three conti
   strength ``|w| |a|``); a cluster becomes one unit, the top singular pair of its summed map
   ``sum a_j w_j^T``. Units that point the same way and are balanced move as one unit of their
   summed strength, so this is how many directions the moving gates need;
-- ``700 units, K directions``: every unit kept, projected on its cluster's direction: what the
+- ``all units, K directions``: every unit kept, projected on its cluster's direction: what the
   merge drops, without merging;
-- ``700 units, K cluster gates``: every unit kept whole, but gated as its cluster's summed input
+- ``all units, K cluster gates``: every unit kept whole, but gated as its cluster's summed input
   weights are: K pathways whose gates move with their own direction.
 
 Each prints the max |curve - mean ReLU loss| / initial loss over the spec's epochs and seeds.
-Run: ``python examples/gate_motion.py examples/section4_context.toml`` (about 2 minutes on 2 cores).
+Run: ``python examples/gate_motion.py examples/section4_context.toml`` (about 4 minutes on 2 cores).
 """
 
 from __future__ import annotations
@@ -159,8 +159,8 @@ def main(path: str) -> None:
         **{f"re-gated every {k}": (k, "every unit", 0) for k in REGATING_INTERVALS},
         "one unit per pattern": (1, "merged by pattern", 0),
         **{f"coarse-grained to {k} units": (1, "merged", k) for k in COARSE_GRAINED_UNITS},
-        **{f"700 units, {k} directions": (1, "snapped", k) for k in SNAPPED_DIRECTIONS},
-        **{f"700 units, {k} cluster gates": (1, "cluster gates", k) for k in CLUSTER_GATES},
+        **{f"all units, {k} directions": (1, "snapped", k) for k in SNAPPED_DIRECTIONS},
+        **{f"all units, {k} cluster gates": (1, "cluster gates", k) for k in CLUSTER_GATES},
     }
     for name, (interval, reduction, clusters) in models_to_run.items():
         curves, disagreement = [], []

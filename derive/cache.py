@@ -213,13 +213,16 @@ class _Pickler(pickle.Pickler):
     def persistent_id(self, obj):
         if self.modes is None or not isinstance(obj, Mode):
             return None
-        data = _dumps(obj)
-        name = hashlib.sha256(data).hexdigest()[:32]
-        path = self.modes / f"{name}.pickle"
-        if not path.is_file():
-            self.modes.mkdir(parents=True, exist_ok=True)
-            write_bytes_atomically(path, data)
-        _modes[name] = obj
+        known = _mode_names.get((self.modes, id(obj)))
+        name = known[0] if known is not None and known[1] is obj else None
+        if name is None:  # a mode is frozen: once its pickle is in this folder, its name stays valid
+            data = _dumps(obj)
+            name = hashlib.sha256(data).hexdigest()[:32]
+            path = self.modes / f"{name}.pickle"
+            if not path.is_file():
+                self.modes.mkdir(parents=True, exist_ok=True)
+                write_bytes_atomically(path, data)
+            _remember_mode(self.modes, name, obj)
         return ("mode", name)
 
 
@@ -262,11 +265,21 @@ class _Unpickler(pickle.Unpickler):
             raise pickle.UnpicklingError(f"unknown reference {pid!r}")
         if name not in _modes:
             _modes[name] = pickle.loads((self.modes / f"{name}.pickle").read_bytes())  # gdln's own entry
+        _remember_mode(self.modes, name, _modes[name])
         return _modes[name]
 
 
 #: modes read or written by this process, by the digest they are stored under
 _modes: dict[str, Any] = {}
+#: their names by modes folder and object identity, with the object (which keeps its identity
+#: valid), so that the networks sharing a pathway (hundreds in the exhaustive search) do not
+#: pickle its modes again for every entry
+_mode_names: dict[tuple[Path, int], tuple[str, Any]] = {}
+
+
+def _remember_mode(folder: Path, name: str, mode: Any) -> None:
+    _modes.setdefault(name, mode)
+    _mode_names[(folder, id(mode))] = (name, mode)
 
 
 def _dumps(found, modes: Path | None = None) -> bytes:
@@ -329,3 +342,4 @@ def clear(root: Path | None = None) -> None:
     _touched.clear()
     _arrays.clear()
     _modes.clear()
+    _mode_names.clear()

@@ -176,16 +176,30 @@ def test_reduced_flow_solves_are_read_from_disk_compiled(disk_cache, monkeypatch
     assert cache.usage(disk_cache)["jax"]["files"] >= len(stored)  # `gdln cache` counts and clears them
 
 
-def test_networks_sharing_a_pathway_read_its_modes_once(disk_cache):
-    """Modes are stored once for every derivation (``derivations/modes``): networks with the same
-    pathway, read back from disk, hold the very same mode objects, equal to the built ones."""
+def test_networks_sharing_a_pathway_read_its_modes_once(disk_cache, monkeypatch):
+    """Modes are stored once for every derivation (``derivations/modes``), each pickled once when
+    written: networks with the same pathway, read back from disk, hold the very same mode objects,
+    equal to the built ones."""
+    from derive.modes import Mode
     from derive.spec import task_from_dict
     from derive.tasks import context_task
 
     task = task_from_dict(context_task(2, 3, ["hierarchy"] * 3, "context-subsets"))
     names = [n.name for n in task.networks]
     built = {name: TaskPredictions(task).derivation(name).pathways for name in names}
+    pickled: list[int] = []
+    dumps = cache._dumps
+
+    def counting(found, modes=None):
+        if isinstance(found, Mode):
+            pickled.append(id(found))
+        return dumps(found, modes)
+
+    monkeypatch.setattr(cache, "_dumps", counting)
     assert cache.flush() == len(names)
+    monkeypatch.undo()
+    shared = {id(m) for name in names for p in built[name] for m in p.modes}
+    assert sorted(pickled) == sorted(shared)  # every mode once, though networks share pathways
     assert list((disk_cache / "derivations" / "modes").glob("*.pickle"))
     cache._memory.clear()
     cache._modes.clear()

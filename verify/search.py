@@ -192,13 +192,16 @@ def _pattern_moves(patterns: list[tuple[int, ...]], group) -> np.ndarray:
     distinct permutation). Every pathway has all inputs and outputs, so an automorphism moves a
     network by its datapoint permutation alone. The patterns are extended by their images (a union
     of contexts may map to a set that is none), which get the indices after ``patterns``."""
-    moved = [[tuple(sorted(g.datapoints[n] for n in p)) for g in group] for p in patterns]
+
+    def image(g, pattern):
+        return tuple(sorted(g.datapoints[n] for n in pattern))
+
     index = {p: k for k, p in enumerate(patterns)}
-    for images in moved:
-        for image in images:
-            index.setdefault(image, len(index))
-    closure = list(index)
-    rows = {tuple(index[tuple(sorted(g.datapoints[n] for n in p))] for p in closure) for g in group}
+    for p in patterns:
+        for g in group:
+            index.setdefault(image(g, p), len(index))
+    closure = list(index)  # closed: an image of an image is an image under the product, in the group
+    rows = {tuple(index[image(g, p)] for p in closure) for g in group}
     return np.array(sorted(rows), dtype=np.int64).reshape(-1, len(closure))
 
 

@@ -52,9 +52,9 @@ def _steps(w1, w2, frozen, length_mask, inputs, targets, learning_rate, live, le
     """Steps of gradient descent while ``length_mask`` is on; the gates are ``frozen``, or, with
     ``live``, read from the weights at every step (the ReLU network itself), or, with ``led``,
     every unit gated as its cluster's summed input weights are (``members``: ``(units, K)``,
-    one-hot). Per step: the loss,
-    and the share of unit-datapoint pairs, weighted by the unit's strength ``|w| |a|``, whose
-    pre-activation's sign disagrees with the gate used (0 for ``live``)."""
+    one-hot). Per step: the loss, and the share of unit-datapoint pairs, weighted by the unit's
+    strength ``|w| |a|``, whose pre-activation's sign disagrees with the frozen gates (0 with
+    ``live`` or ``led``)."""
     count = inputs.shape[0]
 
     def step(state, keep):
@@ -66,8 +66,11 @@ def _steps(w1, w2, frozen, length_mask, inputs, targets, learning_rate, live, le
         else:
             gates = own if live else frozen
         hidden = pre * gates
-        strength = jnp.linalg.norm(w1, axis=1) * jnp.linalg.norm(w2, axis=0)
-        disagreeing = jnp.sum(jnp.mean(jnp.abs(own - gates), axis=0) * strength) / jnp.sum(strength)
+        if live or led:  # reported for frozen gates only
+            disagreeing = jnp.zeros(())
+        else:
+            strength = jnp.linalg.norm(w1, axis=1) * jnp.linalg.norm(w2, axis=0)
+            disagreeing = jnp.sum(jnp.mean(jnp.abs(own - gates), axis=0) * strength) / jnp.sum(strength)
         residual = targets - hidden @ w2.T
         loss = 0.5 * jnp.mean(jnp.sum(residual**2, axis=1))
         new_w1 = w1 + learning_rate * (((residual @ w2) * gates).T @ inputs) / count
@@ -162,12 +165,17 @@ def main(path: str) -> None:
         **{f"all units, {k} directions": (1, "snapped", k) for k in SNAPPED_DIRECTIONS},
         **{f"all units, {k} cluster gates": (1, "cluster gates", k) for k in CLUSTER_GATES},
     }
+    clustered: dict[tuple[int, int], np.ndarray] = {}  # (seed, K): the same k-means for every model
     for name, (interval, reduction, clusters) in models_to_run.items():
         curves, disagreement = [], []
         for seed, end in enumerate(alignment.epochs):
             phase = alignment.losses[seed, : int(end)]
             w1, w2 = alignment.w1[seed], alignment.w2[seed]
-            labels = direction_clusters(w1, w2, clusters, seed) if clusters else None
+            labels = None
+            if clusters:
+                if (seed, clusters) not in clustered:
+                    clustered[seed, clusters] = direction_clusters(w1, w2, clusters, seed)
+                labels = clustered[seed, clusters]
             members = None
             if reduction == "merged by pattern":
                 w1, w2 = merged(w1, w2, pattern_clusters(alignment.gates[seed]))

@@ -33,8 +33,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from bench.bench_race import timed  # best of a few runs, blocked until ready
-from derive.cache import CACHE_ENV
-from numeric.precision import use_x64
+from gdln.derive.cache import CACHE_ENV
+from gdln.numeric.precision import use_x64
 
 ROOT = Path(__file__).resolve().parent.parent
 SECTION4 = ROOT / "examples" / "section4_context.toml"
@@ -55,9 +55,9 @@ def step_flops(count: int, inputs: int, hidden: int, outputs: int) -> int:
 
 
 def simulation(epochs: int, seed_counts: tuple[int, ...]) -> dict:
-    from derive.spec import load_spec
-    from numeric.data import NumericDataset
-    from numeric.training import RELU_LAYOUTS, TRAINING_DTYPES, init_relu, relu_forward, train_relu
+    from gdln.derive.spec import load_spec
+    from gdln.numeric.data import NumericDataset
+    from gdln.numeric.training import RELU_LAYOUTS, TRAINING_DTYPES, init_relu, relu_forward, train_relu
 
     task = load_spec(SECTION4)
     inputs, targets = NumericDataset(task)([])
@@ -137,9 +137,9 @@ def _race_process(cache_folder: str) -> float:
 
 
 def theory_against_training() -> dict:
-    from derive.spec import load_spec
-    from numeric.prediction import TaskPredictions
-    from verify.reports import epoch_grid, race_report, theory_stride, train_network
+    from gdln.derive.spec import load_spec
+    from gdln.numeric.prediction import TaskPredictions
+    from gdln.verify.reports import epoch_grid, race_report, theory_stride, train_network
 
     with tempfile.TemporaryDirectory() as folder:
         cold = _race_process(folder)  # empty caches: derivation, evaluation and compilation

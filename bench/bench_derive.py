@@ -9,9 +9,9 @@ from __future__ import annotations
 import sys
 import time
 
-from derive import NetworkDerivation, task_from_dict
-from derive.staged import StagedDerivation
-from derive.tasks import context_subset_candidates, context_task
+from gdln.derive import NetworkDerivation, task_from_dict
+from gdln.derive.staged import StagedDerivation
+from gdln.derive.tasks import context_subset_candidates, context_task
 
 
 def derive_times(items: int, contexts: int, staged: bool = False) -> dict:

@@ -16,14 +16,14 @@ import jax.numpy as jnp
 import numpy as np
 import sympy
 
-from numeric.precision import use_x64
+from gdln.numeric.precision import use_x64
 
 use_x64()  # an entry point: the benchmark computes as the CLI does
 
-from derive.derivation import TAU, TIME  # noqa: E402
-from derive.spec import load_spec  # noqa: E402
-from numeric.prediction import TaskPredictions  # noqa: E402
-from numeric.training import train_relu  # noqa: E402
+from gdln.derive.derivation import TAU, TIME  # noqa: E402
+from gdln.derive.spec import load_spec  # noqa: E402
+from gdln.numeric.prediction import TaskPredictions  # noqa: E402
+from gdln.numeric.training import train_relu  # noqa: E402
 
 SPEC = Path(__file__).resolve().parent.parent / "examples" / "xor.toml"
 

@@ -33,9 +33,9 @@ import jax.numpy as jnp
 import numpy as np
 from sklearn.cluster import KMeans
 
-from derive.spec import load_spec
-from numeric.prediction import TaskPredictions
-from verify.reports import relu_alignment, relu_initial_weights, train_network
+from gdln.derive.spec import load_spec
+from gdln.numeric.prediction import TaskPredictions
+from gdln.verify.reports import relu_alignment, relu_initial_weights, train_network
 
 REGATING_INTERVALS = (250, 500, 1000, 2000)
 COARSE_GRAINED_UNITS = (16, 32, 64, 128, 256)

@@ -1,1 +1,1 @@
-"""The ``gdln`` command line. Imports run one way: gdln -> paper_figures -> verify -> numeric -> derive."""
+"""The ``gdln`` command line. Imports run one way: gdln.cli -> gdln.figures -> gdln.verify -> gdln.numeric -> gdln.derive."""

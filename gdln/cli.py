@@ -12,13 +12,13 @@ import sys
 import warnings
 from pathlib import Path
 
-from derive import cache
-from derive.errors import GdlnError, SpecError
-from derive.expressions import EvaluationError, evaluate, parse_expression
-from derive.spec import MAX_EPOCHS, MAX_SEEDS
-from numeric.precision import use_compilation_cache, use_x64
-from verify.checks import GdlnWarning
-from verify.files import check_writable, finite_json, write_atomic
+from gdln.derive import cache
+from gdln.derive.errors import GdlnError, SpecError
+from gdln.derive.expressions import EvaluationError, evaluate, parse_expression
+from gdln.derive.spec import MAX_EPOCHS, MAX_SEEDS
+from gdln.numeric.precision import use_compilation_cache, use_x64
+from gdln.verify.checks import GdlnWarning
+from gdln.verify.files import check_writable, finite_json, write_atomic
 
 
 class _Parser(argparse.ArgumentParser):
@@ -45,7 +45,7 @@ def _overrides(args) -> dict[str, float]:
 
 
 def _load(args):
-    from derive.spec import load_spec
+    from gdln.derive.spec import load_spec
 
     return load_spec(args.spec)
 
@@ -219,9 +219,9 @@ def _render_verify(report):
 
 
 def cmd_derive(args):
-    from derive.latex import derivation_latex
-    from numeric.prediction import TaskPredictions
-    from verify.reports import derive_report, network_crossovers
+    from gdln.derive.latex import derivation_latex
+    from gdln.numeric.prediction import TaskPredictions
+    from gdln.verify.reports import derive_report, network_crossovers
 
     task = _load(args)
     if task.network(args.network).shared:
@@ -242,7 +242,7 @@ def cmd_derive(args):
 
 
 def _derive_shared(task, args):
-    from verify.graphs import shared_derive_report
+    from gdln.verify.graphs import shared_derive_report
 
     report, reduction = shared_derive_report(task, args.network)
     if args.latex or args.latex_fragment:
@@ -271,11 +271,11 @@ def _write(path: str, text: str) -> None:
 
 
 def cmd_race(args):
-    from verify.reports import race_report
+    from gdln.verify.reports import race_report
 
     task = _load(args)
     if any(network.shared for network in task.networks):
-        from verify.graphs import shared_race_report
+        from gdln.verify.graphs import shared_race_report
 
         _emit(shared_race_report(task, _overrides(args)), args.json, _render_shared_race)
         return
@@ -294,7 +294,7 @@ def _render_shared_race(report):
 
 
 def cmd_union(args):
-    from verify.union import union_report
+    from gdln.verify.union import union_report
 
     def render(report):
         print(
@@ -310,7 +310,7 @@ def cmd_union(args):
 
 
 def cmd_unique(args):
-    from verify.uniqueness import unique_report
+    from gdln.verify.uniqueness import unique_report
 
     if args.patterns != "all" and args.max_pathways is None:
         raise SpecError(args.spec, "--patterns", "chooses the search's patterns: give --max-pathways too")
@@ -342,7 +342,7 @@ def cmd_unique(args):
 
 
 def cmd_simulate(args):
-    from verify.reports import simulate_report
+    from gdln.verify.reports import simulate_report
 
     task = _load(args)
     if args.model != "relu":
@@ -354,11 +354,11 @@ def cmd_simulate(args):
 
 
 def cmd_verify(args):
-    from verify.reports import verify_report
+    from gdln.verify.reports import verify_report
 
     task = _load(args)
     if any(network.shared for network in task.networks):
-        from verify.graphs import graph_verify_report
+        from gdln.verify.graphs import graph_verify_report
 
         _emit(graph_verify_report(task, _overrides(args), args.seeds, args.epochs), args.json, _render_graph_verify)
         return
@@ -395,7 +395,7 @@ def _render_align(report):
 
 
 def cmd_align(args):
-    from verify.reports import align_report
+    from gdln.verify.reports import align_report
 
     task = _load(args)
     if args.write_spec:
@@ -432,7 +432,7 @@ def _cluster_counts(text: str, source: str) -> list[int]:
 
 
 def cmd_find_gates(args):
-    from verify.find_gates import find_gates_report
+    from gdln.verify.find_gates import find_gates_report
 
     task = _load(args)
     counts = _cluster_counts(args.clusters, task.source)
@@ -476,7 +476,7 @@ def _numbers(text: str | None, flag: str, kind):
 
 
 def cmd_zero_shot(args):
-    from verify.graphs import ZERO_SHOT_INIT_SCALES, zero_shot_report
+    from gdln.verify.graphs import ZERO_SHOT_INIT_SCALES, zero_shot_report
 
     if args.domains is None or args.domains < 2:
         raise SpecError("gdln zero-shot", "--domains", "needs at least 2 domains")
@@ -513,7 +513,7 @@ def _mean(values) -> str:
 
 
 def cmd_figures(args):
-    from paper_figures import output_folder, regenerate
+    from gdln.figures import output_folder, regenerate
 
     output_folder(Path(args.out))  # before any work: a folder that cannot be made is one line
     for path in regenerate(Path(args.out), quick=args.quick):
@@ -536,7 +536,7 @@ def _indices(text: str, source: str, bound: int, what: str) -> list[int]:
 
 
 def _numeric_inputs(task, args):
-    from numeric.prediction import TaskPredictions
+    from gdln.numeric.prediction import TaskPredictions
 
     values = task.values(_overrides(args))
     inputs, _ = TaskPredictions(task).dataset([values[s] for s in task.parameters])
@@ -544,7 +544,7 @@ def _numeric_inputs(task, args):
 
 
 def cmd_realizable(args):
-    from verify.realizability import realizable
+    from gdln.verify.realizability import realizable
 
     task = _load(args)
     pattern = _indices(args.pattern, "--pattern", task.num_datapoints, "pattern")
@@ -562,7 +562,7 @@ def cmd_realizable(args):
 def cmd_lemma(args):
     import numpy as np
 
-    from verify.realizability import MAX_LEMMA_DATAPOINTS, enumerate_patterns, pattern_classes
+    from gdln.verify.realizability import MAX_LEMMA_DATAPOINTS, enumerate_patterns, pattern_classes
 
     task = _load(args)
     if task.num_datapoints > MAX_LEMMA_DATAPOINTS:
@@ -586,10 +586,10 @@ def cmd_lemma(args):
 
 
 def cmd_task(args):
-    from derive.tasks import context_task, routing_task, to_toml
+    from gdln.derive.tasks import context_task, routing_task, to_toml
 
     if args.kind == "digits":
-        from derive.tasks import digits_task
+        from gdln.derive.tasks import digits_task
 
         try:
             classes = [int(part) for part in (args.classes or "0,1,2").split(",") if part.strip()]

@@ -34,7 +34,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from derive.spec import Network, Pathway
+from gdln.derive.spec import Network, Pathway
 
 from .types import ArrayLike, Float
 

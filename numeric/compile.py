@@ -9,8 +9,8 @@ import jax.numpy as jnp
 import numpy as np
 import sympy
 
-from derive import cache
-from derive.algebraic import CouplingNumber
+from gdln.derive import cache
+from gdln.derive.algebraic import CouplingNumber
 
 
 def _names(symbols: Sequence[sympy.Symbol]) -> str:

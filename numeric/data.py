@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
-from derive.spec import Task
+from gdln.derive.spec import Task
 
 from .compile import compile_expressions
 

@@ -23,7 +23,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from derive.spec import Network
+from gdln.derive.spec import Network
 
 from .integrate import integrate_ode
 

@@ -22,8 +22,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from derive.errors import GdlnError
-from derive.graph import Graph, gate_at
+from gdln.derive.errors import GdlnError
+from gdln.derive.graph import Graph, gate_at
 
 from .training import TrainingRun, _descend, _mean_squared_loss, seed_keys
 from .types import ArrayLike, Float

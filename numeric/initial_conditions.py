@@ -25,8 +25,8 @@ import math
 import jax.numpy as jnp
 import numpy as np
 
-from derive import formulas
-from derive.spec import Network
+from gdln.derive import formulas
+from gdln.derive.spec import Network
 
 from .alignment import Alignment
 from .race import CompiledNetwork

@@ -17,7 +17,7 @@ import jaxlib
 import numpy as np
 from jax.experimental.serialize_executable import deserialize_and_load, serialize
 
-from derive import cache
+from gdln.derive import cache
 
 from .types import ArrayLike, Float
 

@@ -33,11 +33,11 @@ import sympy
 from jax.flatten_util import ravel_pytree
 from jaxtyping import Array, Float
 
-from derive import cache
-from derive.crossover import Crossover, crossovers
-from derive.derivation import NetworkDerivation
-from derive.spec import Task
-from derive.staged import StagedDerivation
+from gdln.derive import cache
+from gdln.derive.crossover import Crossover, crossovers
+from gdln.derive.derivation import NetworkDerivation
+from gdln.derive.spec import Task
+from gdln.derive.staged import StagedDerivation
 
 from .alignment import Alignment
 from .compile import compile_expressions

@@ -18,8 +18,8 @@ import numpy as np
 import sympy
 from scipy.optimize import brentq
 
-from derive.cache import key_of
-from derive.derivation import TAU, TIME, NetworkDerivation
+from gdln.derive.cache import key_of
+from gdln.derive.derivation import TAU, TIME, NetworkDerivation
 
 from .compile import compile_expressions, generate_ode_function
 from .integrate import integrate_ode, integrate_to, solver_steps

@@ -21,8 +21,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax.flatten_util import ravel_pytree
 
-from derive.cache import key_of
-from derive.derivation import NetworkDerivation
+from gdln.derive.cache import key_of
+from gdln.derive.derivation import NetworkDerivation
 
 from .compile import compile_expressions
 from .integrate import integrate_ode

@@ -24,8 +24,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from derive import formulas
-from derive.shared import TAU, SharedReduction
+from gdln.derive import formulas
+from gdln.derive.shared import TAU, SharedReduction
 
 from .compile import compile_expressions, generate_ode_function
 from .integrate import integrate_ode

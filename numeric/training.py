@@ -16,7 +16,7 @@ from functools import partial
 import jax
 import jax.numpy as jnp
 
-from derive.spec import Network
+from gdln.derive.spec import Network
 
 from .types import ArrayLike, Float
 

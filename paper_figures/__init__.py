@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from derive.errors import SpecError
+from gdln.derive.errors import SpecError
 
 from .context_figures import figure3, figure4, figure5
 from .figure2 import figure2

@@ -21,11 +21,11 @@ import numpy as np
 # chosen or needed here, and nothing is left open in pyplot's figure manager.
 from matplotlib.figure import Figure
 
-from derive.spec import Task, task_from_dict
-from derive.tasks import context_task
-from numeric.prediction import TaskPredictions, loss_of_staged_maps, staged_maps
-from verify.files import save_figure
-from verify.reports import (
+from gdln.derive.spec import Task, task_from_dict
+from gdln.derive.tasks import context_task
+from gdln.numeric.prediction import TaskPredictions, loss_of_staged_maps, staged_maps
+from gdln.verify.files import save_figure
+from gdln.verify.reports import (
     aligned_candidate,
     candidate_predictions,
     epoch_grid,
@@ -35,7 +35,7 @@ from verify.reports import (
     theory_stride,
     train_network,
 )
-from verify.representations import classical_mds, hidden_layers
+from gdln.verify.representations import classical_mds, hidden_layers
 
 
 def section4_task() -> Task:

@@ -19,13 +19,13 @@ import numpy as np
 from matplotlib.figure import Figure
 from tqdm import tqdm
 
-from derive.spec import task_from_dict
-from derive.tasks import xor_task
-from numeric.initial_conditions import WEIGHTS
-from numeric.prediction import GRADIENT_FLOW, TaskPredictions
-from numeric.race import crossing_time
-from verify.files import save_figure
-from verify.reports import candidate_predictions, epoch_grid, predicted_relu_curves, relu_alignment, train_network
+from gdln.derive.spec import task_from_dict
+from gdln.derive.tasks import xor_task
+from gdln.numeric.initial_conditions import WEIGHTS
+from gdln.numeric.prediction import GRADIENT_FLOW, TaskPredictions
+from gdln.numeric.race import crossing_time
+from gdln.verify.files import save_figure
+from gdln.verify.reports import candidate_predictions, epoch_grid, predicted_relu_curves, relu_alignment, train_network
 
 COLOURS = {"relu": "tab:red", "linear": "tab:blue", "xor": "tab:orange"}
 

@@ -12,10 +12,10 @@ from pathlib import Path
 import numpy as np
 from matplotlib.figure import Figure
 
-from derive.spec import task_from_dict
-from derive.tasks import section6_task
-from verify.files import save_figure
-from verify.graphs import depth_report
+from gdln.derive.spec import task_from_dict
+from gdln.derive.tasks import section6_task
+from gdln.verify.files import save_figure
+from gdln.verify.graphs import depth_report
 
 
 def figure6(out: Path, quick: bool = False) -> Path:

@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 from matplotlib.figure import Figure
 
-from verify.files import save_figure
-from verify.find_gates import find_gates_report
+from gdln.verify.files import save_figure
+from gdln.verify.find_gates import find_gates_report
 
 from .context_figures import section4_task
 

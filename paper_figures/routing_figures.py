@@ -15,10 +15,10 @@ from pathlib import Path
 import numpy as np
 from matplotlib.figure import Figure
 
-from derive.spec import task_from_dict
-from derive.tasks import routing_task
-from verify.files import save_figure
-from verify.graphs import ZERO_SHOT_INIT_SCALES, graph_verify_report, zero_shot_report
+from gdln.derive.spec import task_from_dict
+from gdln.derive.tasks import routing_task
+from gdln.verify.files import save_figure
+from gdln.verify.graphs import ZERO_SHOT_INIT_SCALES, graph_verify_report, zero_shot_report
 
 COLOURS = {"share-1": "tab:blue", "share-4": "tab:orange", "share-all": "tab:green"}
 

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from derive.spec import load_spec
-from numeric.precision import use_x64
+from gdln.derive.spec import load_spec
+from gdln.numeric.precision import use_x64
 
 use_x64()  # the suite computes as gdln's entry points do
 # the CLI under test (in process and in subprocesses) keeps its caches here, never in the user's
@@ -44,7 +44,7 @@ def xor_task():
 
 @pytest.fixture(scope="session")
 def xor_models(xor_task):
-    from numeric.prediction import TaskPredictions
+    from gdln.numeric.prediction import TaskPredictions
 
     return TaskPredictions(xor_task)
 
@@ -54,9 +54,9 @@ def trained_t90(task, networks, seeds: int = 2) -> dict[str, float]:
     task's init (``seeds`` seeds, mean loss) reach 10% of the initial loss."""
     import numpy as np
 
-    from numeric.race import crossing_time
-    from numeric.training import gdln_layout, train_gdln
-    from verify.reports import epoch_grid
+    from gdln.numeric.race import crossing_time
+    from gdln.numeric.training import gdln_layout, train_gdln
+    from gdln.verify.reports import epoch_grid
 
     x, y = np.array(task.inputs, float), np.array(task.targets, float)
     ts = np.asarray(epoch_grid(task.training.epochs))

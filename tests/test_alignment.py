@@ -14,13 +14,13 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from derive.spec import task_from_dict
-from derive.tasks import xor_task
-from numeric.alignment import OUTPUT_FRACTION, Alignment, align, aligned_network
-from numeric.initial_conditions import ALIGNMENT, pattern_matches, unmatched_units
-from numeric.prediction import GRADIENT_DESCENT, GRADIENT_FLOW
-from numeric.training import initial_relu_weights, relu_forward, train_relu
-from verify.reports import (
+from gdln.derive.spec import task_from_dict
+from gdln.derive.tasks import xor_task
+from gdln.numeric.alignment import OUTPUT_FRACTION, Alignment, align, aligned_network
+from gdln.numeric.initial_conditions import ALIGNMENT, pattern_matches, unmatched_units
+from gdln.numeric.prediction import GRADIENT_DESCENT, GRADIENT_FLOW
+from gdln.numeric.training import initial_relu_weights, relu_forward, train_relu
+from gdln.verify.reports import (
     candidate_predictions,
     epoch_grid,
     predicted_relu_curves,
@@ -245,7 +245,7 @@ def test_gated_chains_are_the_reduced_flow(xor_models, network):
     rates at a random state, and the same loss."""
     from jax.flatten_util import ravel_pytree
 
-    from numeric.gated_chains import GatedChains
+    from gdln.numeric.gated_chains import GatedChains
 
     values = [1.3]
     prediction = xor_models.prediction(network)

@@ -2,8 +2,8 @@
 
 import pytest
 
-from derive.spec import load_spec, task_from_dict
-from derive.tasks import context_task, to_toml, xor_task
+from gdln.derive.spec import load_spec, task_from_dict
+from gdln.derive.tasks import context_task, to_toml, xor_task
 
 from .conftest import ROOT
 

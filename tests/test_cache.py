@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 import sympy
 
-from derive import cache
-from derive.spec import load_spec
 from gdln.cli import main
-from numeric.compile import compile_expressions, exact_constants
-from numeric.precision import use_compilation_cache
-from numeric.prediction import TaskPredictions
+from gdln.derive import cache
+from gdln.derive.spec import load_spec
+from gdln.numeric.compile import compile_expressions, exact_constants
+from gdln.numeric.precision import use_compilation_cache
+from gdln.numeric.prediction import TaskPredictions
 
 from .conftest import XOR_SPEC
 
@@ -151,7 +151,7 @@ def test_warm_race_equals_cold_race_and_cache_command(capsys, tmp_path, monkeypa
 def test_reduced_flow_solves_are_read_from_disk_compiled(disk_cache, monkeypatch):
     """A flow's compiled solve is kept under the cache's ``jax/executables``: a process that has
     forgotten it reads it back instead of tracing diffrax again, and gets the same race bit for bit."""
-    from numeric import integrate
+    from gdln.numeric import integrate
 
     task = load_spec(XOR_SPEC)
     task = task.with_training(epochs=3000)
@@ -180,9 +180,9 @@ def test_networks_sharing_a_pathway_read_its_modes_once(disk_cache, monkeypatch)
     """Modes are stored once for every derivation (``derivations/modes``), each pickled once when
     written: networks with the same pathway, read back from disk, hold the very same mode objects,
     equal to the built ones."""
-    from derive.modes import Mode
-    from derive.spec import task_from_dict
-    from derive.tasks import context_task
+    from gdln.derive.modes import Mode
+    from gdln.derive.spec import task_from_dict
+    from gdln.derive.tasks import context_task
 
     task = task_from_dict(context_task(2, 3, ["hierarchy"] * 3, "context-subsets"))
     names = [n.name for n in task.networks]

@@ -11,10 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from derive.expressions import parse_expression
-from derive.modes import vanishes
-from derive.spec import load_spec
 from gdln.cli import main
+from gdln.derive.expressions import parse_expression
+from gdln.derive.modes import vanishes
+from gdln.derive.spec import load_spec
 
 from .conftest import XOR_SPEC
 

@@ -10,11 +10,11 @@ import sympy
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from derive.derivation import TAU, TIME, NetworkDerivation
-from derive.spec import task_from_dict
-from derive.tasks import context_task
 from gdln.cli import main
-from verify.reports import race_report
+from gdln.derive.derivation import TAU, TIME, NetworkDerivation
+from gdln.derive.spec import task_from_dict
+from gdln.derive.tasks import context_task
+from gdln.verify.reports import race_report
 
 from .conftest import trained_t90
 

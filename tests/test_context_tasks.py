@@ -5,9 +5,9 @@ import json
 import numpy as np
 import pytest
 
-from derive.tasks import context_task, cross, hierarchy, ring, to_toml
 from gdln.cli import main
-from verify.realizability import realizable
+from gdln.derive.tasks import context_task, cross, hierarchy, ring, to_toml
+from gdln.verify.realizability import realizable
 
 
 def test_structures_match_the_papers_data():
@@ -50,7 +50,7 @@ def test_context_task_spec_round_trips_through_toml(tmp_path, capsys):
     )
     path = tmp_path / "s4.toml"
     path.write_text(capsys.readouterr().out)
-    from derive.spec import load_spec
+    from gdln.derive.spec import load_spec
 
     task = load_spec(path)
     assert (task.num_datapoints, task.num_inputs, task.num_outputs) == (24, 11, 60)

@@ -14,23 +14,23 @@ import mpmath
 import numpy as np
 import pytest
 
-from derive import formulas
-from derive.derivation import NetworkDerivation
-from derive.spec import task_from_dict
-from numeric.initial_conditions import (
+from gdln.derive import formulas
+from gdln.derive.derivation import NetworkDerivation
+from gdln.derive.spec import task_from_dict
+from gdln.numeric.initial_conditions import (
     expected_log_initial_strengths,
     log_expected_initial_strength,
     pathway_log_initial_strengths,
 )
-from numeric.integrate import integrate_ode
-from numeric.prediction import TaskPredictions
-from numeric.race import (
+from gdln.numeric.integrate import integrate_ode
+from gdln.numeric.prediction import TaskPredictions
+from gdln.numeric.race import (
     CompiledNetwork,
     crossing_time,
     log_mode_strength,
     mode_crossing_time,
 )
-from verify.reports import epoch_grid, race_report, theory_stride
+from gdln.verify.reports import epoch_grid, race_report, theory_stride
 
 from .conftest import XOR_SPEC
 
@@ -393,9 +393,9 @@ def test_reduced_flow_least_loss_is_the_quadratic_minimum():
 def test_group_closed_forms_in_log_space_match_the_exact_flow():
     """Interacting symmetric pathways with a group closed form (Section 5 residual, d from the
     group coupling): the log-space race agrees with the exact reduced flow's race."""
-    from derive.staged import StagedDerivation
-    from derive.tasks import context_task
-    from numeric.reduced_flow import ReducedFlow
+    from gdln.derive.staged import StagedDerivation
+    from gdln.derive.tasks import context_task
+    from gdln.numeric.reduced_flow import ReducedFlow
 
     task = task_from_dict(context_task(8, 3, ["hierarchy"] * 3, "context-subsets"), "<section5>")
     second = StagedDerivation(task, "common+2").second_stage

@@ -9,10 +9,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.optimize import brentq
 
-from derive.correlations import sigma_x, sigma_yx
-from derive.crossover import crossovers
-from derive.derivation import NetworkDerivation
-from derive.modes import eigen_residual, vanishes
+from gdln.derive.correlations import sigma_x, sigma_yx
+from gdln.derive.crossover import crossovers
+from gdln.derive.derivation import NetworkDerivation
+from gdln.derive.modes import eigen_residual, vanishes
 
 
 def xor_arrays(delta):
@@ -83,7 +83,7 @@ def test_crossover_is_derived_and_matches_numeric_root(xor_task):
 
 
 def test_mutual_diagonalisability_failure_is_detected():
-    from derive.spec import task_from_dict
+    from gdln.derive.spec import task_from_dict
 
     task = task_from_dict(
         {
@@ -106,7 +106,7 @@ def test_mutual_diagonalisability_failure_is_detected():
 )
 def test_modes_of_random_pathways_match_numpy_svd(row_scales, extra):
     """Random effective datasets with one target: exact modes agree with numpy's SVD."""
-    from derive.spec import task_from_dict
+    from gdln.derive.spec import task_from_dict
 
     inputs = [[row_scales[0], 1, 2, extra[0]], [extra[1], row_scales[1], 0, 1], [3, extra[2], row_scales[2], extra[3]]]
     targets = [[1], [2], [-1]]
@@ -128,7 +128,7 @@ def test_modes_of_random_pathways_match_numpy_svd(row_scales, extra):
 
 
 def test_parameter_free_block_diagonalised_numerically():
-    from derive.spec import task_from_dict
+    from gdln.derive.spec import task_from_dict
 
     inputs = [[1, 0, 0], [0, 1, 0], [0, 0, 1]]
     targets = [[1, 0], [1, 1], [0, 2]]

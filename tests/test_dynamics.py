@@ -5,10 +5,10 @@ import numpy as np
 import pytest
 import sympy
 
-from derive import formulas
-from derive.derivation import TAU, TIME, NetworkDerivation
-from numeric.integrate import integrate_ode
-from numeric.race import CompiledNetwork, crossing_time
+from gdln.derive import formulas
+from gdln.derive.derivation import TAU, TIME, NetworkDerivation
+from gdln.numeric.integrate import integrate_ode
+from gdln.numeric.race import CompiledNetwork, crossing_time
 
 
 @pytest.mark.parametrize("s, d, a0", [(0.25, 0.125, 1e-6), (0.9, 2.0, 1e-3), (0.4, 0.7, 0.3)])
@@ -44,7 +44,7 @@ def test_diffrax_matches_closed_form(xor_models, network):
 def test_lone_pathway_race_equals_deep_linear_network_closed_form():
     """A network of one always-on pathway is a deep linear network: its race ODE, integrated,
     reproduces Saxe et al.'s a(t) for every mode of numpy's SVD."""
-    from derive.spec import task_from_dict
+    from gdln.derive.spec import task_from_dict
 
     inputs = np.eye(3)
     targets = np.array([[2.0, 0.0, 0.0], [0.0, 1.0, 0.0]])

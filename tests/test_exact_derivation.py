@@ -14,12 +14,12 @@ import sympy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from derive.derivation import TAU, TIME, NetworkDerivation
-from derive.spec import task_from_dict
-from derive.tasks import context_task
 from gdln.cli import main
-from numeric.prediction import Prediction, TaskPredictions
-from verify.reports import derive_report
+from gdln.derive.derivation import TAU, TIME, NetworkDerivation
+from gdln.derive.spec import task_from_dict
+from gdln.derive.tasks import context_task
+from gdln.numeric.prediction import Prediction, TaskPredictions
+from gdln.verify.reports import derive_report
 
 DECIMAL = re.compile(r"\d\.\d|\d[eE][+-]?\d")
 STATE_NAME = re.compile(r"\b[ab]0?_[\w.+-]+")  # state symbols such as a_net.contexts-1-2.0
@@ -185,9 +185,9 @@ def test_named_couplings_equal_the_expanded_exact_ones(monkeypatch):
     survive pickling, print without decimals, and compile into the race."""
     import pickle
 
-    from derive import derivation as derivation_module
-    from derive.algebraic import CouplingNumber
-    from numeric.compile import exact_constants
+    from gdln.derive import derivation as derivation_module
+    from gdln.derive.algebraic import CouplingNumber
+    from gdln.numeric.compile import exact_constants
 
     document = context_task(4, 3, ["clusters", "hierarchy", "chain"], "context-subsets")
     for network in document["network"]:  # a name of its own: no derivation cached by another test is reused
@@ -226,7 +226,7 @@ def test_named_couplings_equal_the_expanded_exact_ones(monkeypatch):
 
 def test_algebraic_arithmetic_agrees_with_evaluation():
     """derive.algebraic's reduction, inverse and product against 50-digit evaluation."""
-    from derive import algebraic
+    from gdln.derive import algebraic
 
     x = sympy.Symbol("x")
     r, q = sympy.CRootOf(x**3 - 3 * x + 1, 0), sympy.CRootOf(x**4 - 5 * x**2 + x + 1, 1)
@@ -325,7 +325,7 @@ def test_groups_and_classes_do_not_depend_on_order(blocks, data):
 def test_group_system_solves_its_ode_and_matches_the_modes():
     """On the staged second stage of Section 5 (K = 3) the emitted group system has one logistic
     per class; each solves its group ODE, and the group loss equals the per-mode loss."""
-    from derive.staged import StagedDerivation
+    from gdln.derive.staged import StagedDerivation
 
     second = StagedDerivation(_context(8, 3, ["hierarchy"] * 3), "common+2").second_stage
     system = second.reduced_system
@@ -344,7 +344,7 @@ def test_group_system_solves_its_ode_and_matches_the_modes():
 
 def test_default_text_fits_two_screens_and_full_keeps_the_dump(capsys, tmp_path):
     path = tmp_path / "k3.toml"
-    from derive.tasks import to_toml
+    from gdln.derive.tasks import to_toml
 
     path.write_text(to_toml(context_task(8, 3, ["hierarchy"] * 3, "context-subsets")))
     assert main(["derive", str(path), "--network", "common+2"]) == 0
@@ -375,7 +375,7 @@ def _pdflatex(tex, cwd):
 
 
 def test_latex_documents_compile_short_and_within_the_margins(capsys, tmp_path):
-    from derive.tasks import to_toml
+    from gdln.derive.tasks import to_toml
 
     k3 = tmp_path / "k3.toml"
     k3.write_text(to_toml(context_task(8, 3, ["hierarchy"] * 3, "context-subsets")))

@@ -5,8 +5,8 @@ import sympy
 from hypothesis import given
 from hypothesis import strategies as st
 
-from derive.errors import SpecError
-from derive.expressions import parse_expression
+from gdln.derive.errors import SpecError
+from gdln.derive.expressions import parse_expression
 
 DELTA = sympy.Symbol("Delta", positive=True)
 PARAMS = {"Delta": DELTA}

@@ -6,10 +6,10 @@ import json
 import numpy as np
 import pytest
 
-from derive.spec import load_spec
 from gdln.cli import main
-from numeric.gate_finding import cluster_rows
-from verify.find_gates import elbow, found_network
+from gdln.derive.spec import load_spec
+from gdln.numeric.gate_finding import cluster_rows
+from gdln.verify.find_gates import elbow, found_network
 
 from .conftest import ROOT, XOR_SPEC
 
@@ -34,7 +34,7 @@ def test_weighted_distinct_rows_cluster_like_the_repeated_rows():
 
 
 def test_found_network_merges_equal_gates_and_drops_empty_ones():
-    from numeric.gate_finding import Clustering
+    from gdln.numeric.gate_finding import Clustering
 
     gates = np.array([[1, 1, 0], [1, 1, 0], [0, 0, 0], [0, 1, 1]], dtype=bool)
     clustering = Clustering(gates.astype(float), gates, np.array([0.4, 0.3, 0.2, 0.1]), 0.0)

@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 import sympy
 
-from derive import float_modes
-from derive.derivation import NetworkDerivation
-from derive.modes import vanishes
-from derive.spec import Network, Pathway, load_spec, task_from_dict
-from derive.tasks import digits_task
-from numeric.initial_conditions import starting_units
+from gdln.derive import float_modes
+from gdln.derive.derivation import NetworkDerivation
+from gdln.derive.modes import vanishes
+from gdln.derive.spec import Network, Pathway, load_spec, task_from_dict
+from gdln.derive.tasks import digits_task
+from gdln.numeric.initial_conditions import starting_units
 
 from .conftest import ROOT
 

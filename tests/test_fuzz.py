@@ -18,9 +18,9 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from derive.errors import SpecError
-from derive.expressions import parse_expression
 from gdln.cli import main
+from gdln.derive.errors import SpecError
+from gdln.derive.expressions import parse_expression
 
 SECONDS_PER_RUN = 30
 FUZZ = dict(

@@ -8,12 +8,12 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from derive.derivation import NetworkDerivation
-from derive.errors import DerivationError
-from derive.graph import graph_entry, module_graph
-from derive.spec import load_spec, task_from_dict
 from gdln.cli import main
-from numeric.graph_network import (
+from gdln.derive.derivation import NetworkDerivation
+from gdln.derive.errors import DerivationError
+from gdln.derive.graph import graph_entry, module_graph
+from gdln.derive.spec import load_spec, task_from_dict
+from gdln.numeric.graph_network import (
     graph_flow_losses,
     graph_forward,
     graph_layout,
@@ -22,8 +22,8 @@ from numeric.graph_network import (
     path_flow,
     train_graph,
 )
-from numeric.training import gdln_forward, gdln_layout, init_gdln
-from verify.reports import race_report
+from gdln.numeric.training import gdln_forward, gdln_layout, init_gdln
+from gdln.verify.reports import race_report
 
 from .conftest import ROOT, XOR_SPEC
 

@@ -1,7 +1,8 @@
-"""Imports run one way: gdln (the CLI) -> paper_figures -> verify -> numeric -> derive.
+"""Imports run one way: gdln (the CLI) -> gdln.figures -> gdln.verify -> gdln.numeric -> gdln.derive.
 
 Walks every module's syntax tree (imports inside functions included) and checks that no
-package imports one above it, and that nothing imports the CLI."""
+package imports one above it, and that nothing imports the CLI. Each layer keeps its folder
+in the repository (paper_figures/ installs as gdln.figures)."""
 
 import ast
 
@@ -9,7 +10,23 @@ import pytest
 
 from .conftest import ROOT
 
-LAYERS = ["derive", "numeric", "verify", "paper_figures", "gdln"]
+# (folder, import name), lowest layer first; the CLI is the rest of gdln
+LAYERS = [
+    ("derive", "gdln.derive"),
+    ("numeric", "gdln.numeric"),
+    ("verify", "gdln.verify"),
+    ("paper_figures", "gdln.figures"),
+    ("gdln", "gdln"),
+]
+FOLDERS = [folder for folder, _ in LAYERS]
+
+
+def _layer(module):
+    """The folder of the layer that an absolute import of `module` reaches, or None outside gdln."""
+    for folder, name in LAYERS:
+        if module == name or module.startswith(name + "."):
+            return folder
+    return None
 
 
 def _imported_packages(path):
@@ -17,29 +34,33 @@ def _imported_packages(path):
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
-                yield alias.name.split(".")[0], node.lineno
+                yield _layer(alias.name), node.lineno
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            yield node.module.split(".")[0], node.lineno
+            if node.module == "gdln":  # `from gdln import figures` reaches the named subpackage
+                for alias in node.names:
+                    yield _layer(f"gdln.{alias.name}"), node.lineno
+            else:
+                yield _layer(node.module), node.lineno
 
 
-@pytest.mark.parametrize("package", LAYERS)
+@pytest.mark.parametrize("package", FOLDERS)
 def test_no_upward_import(package):
-    level = LAYERS.index(package)
-    files = sorted((ROOT / package).glob("*.py"))
+    level = FOLDERS.index(package)
+    files = sorted((ROOT / package).rglob("*.py"))
     assert files, package
     upward = [
         f"{path.relative_to(ROOT)}:{line} imports {name}"
         for path in files
         for name, line in _imported_packages(path)
-        if name in LAYERS and LAYERS.index(name) > level
+        if name is not None and FOLDERS.index(name) > level
     ]
     assert upward == []
 
 
 def test_the_check_sees_an_upward_import(tmp_path):
     module = tmp_path / "m.py"
-    module.write_text("def f():\n    from paper_figures import regenerate\n")
-    assert ("paper_figures", 2) in list(_imported_packages(module))
+    module.write_text("def f():\n    from gdln.figures import regenerate\n    from gdln import cli\n    import numpy\n")
+    assert list(_imported_packages(module)) == [("paper_figures", 2), ("gdln", 3), (None, 4)]
 
 
 def test_importing_gdln_has_no_side_effects():
@@ -49,7 +70,7 @@ def test_importing_gdln_has_no_side_effects():
     import sys
 
     probe = (
-        "import derive, numeric, verify, paper_figures, gdln.cli; import jax, matplotlib, sys; "
+        "import gdln.derive, gdln.numeric, gdln.verify, gdln.figures, gdln.cli; import jax, matplotlib, sys; "
         "print(jax.config.jax_enable_x64, 'matplotlib.pyplot' in sys.modules, matplotlib.rcParams._get_backend_or_none()); "
         "gdln.cli.main(['derive', 'examples/xor.toml', '--network', 'xor', '--json']); "
         "print(jax.config.jax_enable_x64, file=sys.stderr)"

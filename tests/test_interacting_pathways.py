@@ -10,14 +10,14 @@ import numpy as np
 import pytest
 import sympy
 
-from derive.derivation import TAU, TIME, NetworkDerivation
-from derive.spec import load_spec, task_from_dict
-from derive.staged import StagedDerivation
-from derive.tasks import chain, clusters, context_task
-from numeric.initial_conditions import expected_initial_strengths, pathway_initial_strengths
-from numeric.race import CompiledNetwork
-from numeric.reduced_flow import ReducedFlow
-from numeric.training import gdln_layout, train_gdln
+from gdln.derive.derivation import TAU, TIME, NetworkDerivation
+from gdln.derive.spec import load_spec, task_from_dict
+from gdln.derive.staged import StagedDerivation
+from gdln.derive.tasks import chain, clusters, context_task
+from gdln.numeric.initial_conditions import expected_initial_strengths, pathway_initial_strengths
+from gdln.numeric.race import CompiledNetwork
+from gdln.numeric.reduced_flow import ReducedFlow
+from gdln.numeric.training import gdln_layout, train_gdln
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 

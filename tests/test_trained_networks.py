@@ -13,9 +13,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from derive import formulas
-from numeric.training import gdln_layout, train_gdln
-from verify.reports import epoch_grid, verify_report
+from gdln.derive import formulas
+from gdln.numeric.training import gdln_layout, train_gdln
+from gdln.verify.reports import epoch_grid, verify_report
 
 
 @pytest.mark.parametrize("network, delta", [("xor", 0.8), ("linear", 3.0)])
@@ -62,7 +62,7 @@ def test_relu_network_follows_the_faster_reln(
 
 def test_training_is_bitwise_reproducible_and_seed_s_does_not_depend_on_the_seed_count(xor_models):
     """A seed gives bitwise the same run, and seed s is the same whatever the number of seeds."""
-    from numeric.training import train_relu
+    from gdln.numeric.training import train_relu
 
     inputs, targets = xor_models.dataset([1.0])
     three = train_relu(inputs, targets, 16, 1e-2, 0.01, 50, seeds=[0, 1, 2])

@@ -10,9 +10,9 @@ import sys
 import numpy as np
 import pytest
 
-from derive.spec import load_spec
-from numeric.data import NumericDataset
-from numeric.training import train_relu
+from gdln.derive.spec import load_spec
+from gdln.numeric.data import NumericDataset
+from gdln.numeric.training import train_relu
 
 from .conftest import ROOT, XOR_SPEC
 
@@ -62,7 +62,7 @@ def test_float32_follows_float64(spec):
 SHARDED = """
 import json, sys
 import numpy as np
-from numeric.precision import use_x64
+from gdln.numeric.precision import use_x64
 use_x64()
 import jax
 from tests.test_training_layouts import _run, XOR_SPEC

@@ -12,11 +12,11 @@ import sympy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from derive.automorphisms import Automorphism, automorphisms, canonical_form, network_orbits
-from derive.spec import Network, Pathway, load_spec, task_from_dict
-from derive.tasks import context_task, xor_task
-from verify.reports import race_report
-from verify.uniqueness import unique_report
+from gdln.derive.automorphisms import Automorphism, automorphisms, canonical_form, network_orbits
+from gdln.derive.spec import Network, Pathway, load_spec, task_from_dict
+from gdln.derive.tasks import context_task, xor_task
+from gdln.verify.reports import race_report
+from gdln.verify.uniqueness import unique_report
 
 ORBIT_RTOL = 1e-9
 
@@ -143,7 +143,7 @@ def test_unique_names_the_fastest_orbit_on_both_sides_of_the_crossover(delta, wi
 
 def _xor_crossover() -> float:
     """Delta* where the paper's two XoR ReLNs are equally fast, as derive solves it."""
-    from numeric.prediction import TaskPredictions
+    from gdln.numeric.prediction import TaskPredictions
 
     task = task_from_dict(xor_task())
     (crossover,) = TaskPredictions(task).crossovers("linear", "xor", task.values(None))
@@ -170,8 +170,8 @@ def test_self_consistent_search_switches_at_the_derived_crossover(side):
 def test_self_consistent_patterns_are_realizable_and_gate_their_own_direction(count, outputs, seed):
     """On random data: every self-consistent pattern is realizable (its own leading singular
     vector realizes it), and that vector, or its negative, is on exactly there."""
-    from verify.realizability import realizable
-    from verify.search import self_consistent
+    from gdln.verify.realizability import realizable
+    from gdln.verify.search import self_consistent
 
     rng = np.random.default_rng(seed)
     inputs, targets = rng.standard_normal((count, 3)), rng.standard_normal((count, outputs))
@@ -230,7 +230,7 @@ def test_search_orbits_are_distinct_and_complete_on_xor():
     every unpruned network of at most 2 realizable patterns is the image of a raced one."""
     from itertools import combinations
 
-    from verify.search import search_networks
+    from gdln.verify.search import search_networks
 
     task = task_from_dict(xor_task())
     networks, search = search_networks(task, {"Delta": 1.0}, 2)
@@ -255,7 +255,7 @@ def test_search_orbits_are_the_brute_force_orbits_on_two_items():
     its size once merged ``{a}`` with ``{0, a}``), and every orbit's size divides the group's."""
     from itertools import combinations
 
-    from verify.search import _network, search_networks
+    from gdln.verify.search import _network, search_networks
 
     task = task_from_dict(context_task(2, 3, ["hierarchy"] * 3))
     networks, search = search_networks(task, None, 4, "contexts")
@@ -347,7 +347,7 @@ def test_search_finds_common_plus_four_context_pathways_for_five_contexts():
 def test_interlacing_and_perron_frobenius_hold_on_every_pattern_the_search_visits(items, contexts, blocks):
     """Appendix E's bounds on random small context tasks: 2 or 4 items, 2 or 3 contexts, blocks
     from the task builders, over every realizable union of contexts."""
-    from verify.search import search_networks
+    from gdln.verify.search import search_networks
 
     task = task_from_dict(context_task(items, contexts, blocks[:contexts]))
     _, search = search_networks(task, None, 1, "contexts")
@@ -362,7 +362,7 @@ def test_interlacing_and_perron_frobenius_hold_on_every_pattern_the_search_visit
 def test_search_ranking_agrees_with_trained_explicit_gate_gdlns():
     """The two fastest orbits of the 2-item search (4.7% apart in t_90) keep their order when
     their networks are trained as explicit-gate GDLNs by gradient descent (2 seeds)."""
-    from verify.search import searched_task
+    from gdln.verify.search import searched_task
 
     from .conftest import trained_t90
 
@@ -392,7 +392,7 @@ def test_fastest_orbit_agrees_with_trained_explicit_gate_gdlns(contexts, blocks)
     ``TRAINED_MARGIN`` in t_90."""
     from hypothesis import assume
 
-    from verify.search import searched_task
+    from gdln.verify.search import searched_task
 
     from .conftest import trained_t90
 

@@ -18,9 +18,9 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from derive.errors import SpecError
-from derive.expressions import evaluate
-from derive.spec import MAX_EPOCHS, MAX_SEEDS, Task, Training
+from gdln.derive.errors import SpecError
+from gdln.derive.expressions import evaluate
+from gdln.derive.spec import MAX_EPOCHS, MAX_SEEDS, Task, Training
 
 MAX_LOSS_VALUES = 10**8  # seeds x (epochs + 1) recorded losses
 MAX_WEIGHTS = 10**7  # seeds x weights of the trained network

@@ -14,7 +14,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from derive.errors import SpecError
+from gdln.derive.errors import SpecError
 
 
 def check_writable(path: str | os.PathLike, key: str = "output") -> Path:

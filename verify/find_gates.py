@@ -26,11 +26,11 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
-from derive.derivation import NetworkDerivation
-from derive.errors import SpecError
-from derive.spec import Network, Pathway, Task
-from numeric.gate_finding import ROUNDING, Clustering, cluster_rows, relu_gate_snapshots
-from numeric.prediction import GRADIENT_DESCENT, REDUCED_FLOW, Prediction, TaskPredictions
+from gdln.derive.derivation import NetworkDerivation
+from gdln.derive.errors import SpecError
+from gdln.derive.spec import Network, Pathway, Task
+from gdln.numeric.gate_finding import ROUNDING, Clustering, cluster_rows, relu_gate_snapshots
+from gdln.numeric.prediction import GRADIENT_DESCENT, REDUCED_FLOW, Prediction, TaskPredictions
 
 from .checks import check_values
 from .realizability import realizable

@@ -17,14 +17,14 @@ import jax.numpy as jnp
 import numpy as np
 from tqdm import tqdm
 
-from derive import cache
-from derive.errors import SpecError
-from derive.shared import TAU, SharedReduction
-from derive.spec import Task, task_from_dict
-from derive.tasks import digits_routing_task, routing_task
-from numeric.data import NumericDataset
-from numeric.graph_network import graph_forward, graph_layout, train_graph
-from numeric.shared_flow import SharedFlow
+from gdln.derive import cache
+from gdln.derive.errors import SpecError
+from gdln.derive.shared import TAU, SharedReduction
+from gdln.derive.spec import Task, task_from_dict
+from gdln.derive.tasks import digits_routing_task, routing_task
+from gdln.numeric.data import NumericDataset
+from gdln.numeric.graph_network import graph_forward, graph_layout, train_graph
+from gdln.numeric.shared_flow import SharedFlow
 
 #: a crossing of 10% / 50% of the initial loss, read off per-epoch curves
 LEVELS = {"t_90": 0.1, "t_half": 0.5}
@@ -387,7 +387,7 @@ def depth_report(task: Task, network: str, seeds: int | None = None, epochs: int
     network's gates (first layer: fraction of units on at every datapoint; second layer: the
     distinct on-patterns of units that carry output) and how many of those patterns one ReLU
     unit on the inputs could not make (where depth breaks Lemma 4.1)."""
-    from numeric.training import train_deep_relu
+    from gdln.numeric.training import train_deep_relu
 
     from .realizability import realizable
 

@@ -16,14 +16,14 @@ import numpy as np
 import sympy
 from tqdm import tqdm
 
-from derive.algebraic import as_text
-from derive.crossover import Crossover
-from derive.derivation import NetworkDerivation
-from derive.errors import SpecError
-from derive.spec import Network, Task
-from numeric.alignment import OUTPUT_FRACTION, Alignment, align, aligned_network
-from numeric.initial_conditions import ALIGNMENT, MODELS, WEIGHTS, unmatched_units
-from numeric.prediction import (
+from gdln.derive.algebraic import as_text
+from gdln.derive.crossover import Crossover
+from gdln.derive.derivation import NetworkDerivation
+from gdln.derive.errors import SpecError
+from gdln.derive.spec import Network, Task
+from gdln.numeric.alignment import OUTPUT_FRACTION, Alignment, align, aligned_network
+from gdln.numeric.initial_conditions import ALIGNMENT, MODELS, WEIGHTS, unmatched_units
+from gdln.numeric.prediction import (
     GRADIENT_DESCENT,
     GRADIENT_FLOW,
     REDUCED_FLOW,
@@ -31,9 +31,9 @@ from numeric.prediction import (
     Prediction,
     TaskPredictions,
 )
-from numeric.race import crossing_time
-from numeric.sharding import device_count
-from numeric.training import gdln_layout, initial_relu_weights, train_gdln, train_relu
+from gdln.numeric.race import crossing_time
+from gdln.numeric.sharding import device_count
+from gdln.numeric.training import gdln_layout, initial_relu_weights, train_gdln, train_relu
 
 from .checks import check_training_size, check_values
 from .files import write_atomic

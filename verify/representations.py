@@ -9,8 +9,8 @@ import jax
 import numpy as np
 from scipy.spatial import procrustes
 
-from derive.spec import Task
-from numeric.training import gdln_hidden, gdln_layout, relu_hidden
+from gdln.derive.spec import Task
+from gdln.numeric.training import gdln_hidden, gdln_layout, relu_hidden
 
 # a unit whose weight product is below this fraction of the largest one has not learned
 SILENT_FRACTION = 1e-3

@@ -28,10 +28,10 @@ from typing import Any
 
 import numpy as np
 
-from derive.automorphisms import automorphisms
-from derive.errors import SpecError
-from derive.spec import Network, Pathway, Task
-from numeric.data import NumericDataset
+from gdln.derive.automorphisms import automorphisms
+from gdln.derive.errors import SpecError
+from gdln.derive.spec import Network, Pathway, Task
+from gdln.numeric.data import NumericDataset
 
 from .realizability import MAX_LEMMA_DATAPOINTS, realizable
 

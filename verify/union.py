@@ -12,12 +12,12 @@ from typing import Any
 
 import numpy as np
 
-from derive.derivation import NetworkDerivation
-from derive.errors import SpecError
-from derive.spec import Network, Task
-from numeric.initial_conditions import log_expected_initial_strength
-from numeric.prediction import Prediction
-from numeric.reduced_flow import loss_of_maps
+from gdln.derive.derivation import NetworkDerivation
+from gdln.derive.errors import SpecError
+from gdln.derive.spec import Network, Task
+from gdln.numeric.initial_conditions import log_expected_initial_strength
+from gdln.numeric.prediction import Prediction
+from gdln.numeric.reduced_flow import loss_of_maps
 
 #: a pathway "grows" when its final strength is at least this fraction of the strongest pathway's
 GROWTH_FRACTION = 0.05

@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from derive.automorphisms import automorphisms, datapoint_orbits, network_orbits
-from derive.errors import SpecError
-from derive.spec import Task
-from numeric.prediction import TaskPredictions
+from gdln.derive.automorphisms import automorphisms, datapoint_orbits, network_orbits
+from gdln.derive.errors import SpecError
+from gdln.derive.spec import Task
+from gdln.numeric.prediction import TaskPredictions
 
 from .reports import flow_race, race_order, race_report
 from .search import searched_task

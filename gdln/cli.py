@@ -15,7 +15,7 @@ from pathlib import Path
 from gdln.derive import cache
 from gdln.derive.errors import GdlnError, SpecError
 from gdln.derive.expressions import EvaluationError, evaluate, parse_expression
-from gdln.derive.spec import MAX_EPOCHS, MAX_SEEDS
+from gdln.derive.limits import MAX_EPOCHS, MAX_SEEDS
 from gdln.numeric.precision import use_compilation_cache, use_x64
 from gdln.verify.checks import GdlnWarning
 from gdln.verify.files import check_writable, finite_json, write_atomic

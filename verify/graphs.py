@@ -26,6 +26,8 @@ from gdln.numeric.data import NumericDataset
 from gdln.numeric.graph_network import graph_forward, graph_layout, train_graph
 from gdln.numeric.shared_flow import SharedFlow
 
+from .checks import check_training_size
+
 #: a crossing of 10% / 50% of the initial loss, read off per-epoch curves
 LEVELS = {"t_90": 0.1, "t_half": 0.5}
 
@@ -86,6 +88,8 @@ def graph_verify_report(
     """Theory against gated graph networks trained from decoupled and from small random weights
     (with ``curves``, every loss curve per epoch too: theory, decoupled, random per seed)."""
     training = task.with_training(seeds=seeds, epochs=epochs).training
+    for network in task.networks:  # before any derivation or training, as for module networks
+        check_training_size(task, training, network.name)
     values = task.values(overrides)
     inputs, targets = NumericDataset(task)([values[s] for s in task.parameters])
     entries = []

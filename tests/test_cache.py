@@ -255,3 +255,17 @@ def test_compiled_solves_written_after_a_persistent_cache_hit_load_in_the_next_p
     written = race()
     assert written
     assert race() == written  # read back, not compiled and written again
+
+
+def test_a_derivation_that_raised_is_not_flushed(disk_cache):
+    """A build that raises (a shared graph asked for its module derivation) leaves nothing for
+    flush() to write: the next flush in the process writes the rest, where it raised KeyError."""
+
+    def fails():
+        raise ValueError("no derivation")
+
+    with pytest.raises(ValueError):
+        cache.derivation("a-key-that-failed", fails)
+    task = load_spec(XOR_SPEC)
+    TaskPredictions(task).derivation(task.networks[0].name)
+    assert cache.flush() == 1

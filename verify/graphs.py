@@ -19,6 +19,7 @@ from tqdm import tqdm
 
 from gdln.derive import cache
 from gdln.derive.errors import SpecError
+from gdln.derive.expressions import evaluate
 from gdln.derive.shared import TAU, SharedReduction
 from gdln.derive.spec import Task, task_from_dict
 from gdln.derive.tasks import digits_routing_task, routing_task
@@ -186,13 +187,17 @@ def _layer_singular_values(flow: SharedFlow, finals: list[np.ndarray], theory_st
     return summary
 
 
-def shared_derive_report(task: Task, network: str) -> tuple[dict, SharedReduction]:
+def shared_derive_report(
+    task: Task, network: str, overrides: Mapping[str, float] | None = None
+) -> tuple[dict, SharedReduction]:
     """The shared-edge reduction of one network as JSON-ready text: assumptions, each path's
-    mode strengths (exact), and the Eq. 6 ODEs."""
+    mode strengths (exact, and their values at the parameter values in use), and the Eq. 6 ODEs."""
+    values = task.values(overrides)
     reduction = shared_reduction(task, network)
     assumptions = reduction.assumptions
     report: dict[str, Any] = {
         "network": network,
+        "parameters": {symbol.name: value for symbol, value in values.items()},
         "paths": len(reduction.graph.paths),
         "paths_with_data": len(reduction.paths_with_data),
         "modes": reduction.num_modes,
@@ -204,7 +209,7 @@ def shared_derive_report(task: Task, network: str) -> tuple[dict, SharedReductio
     if assumptions.holds:
         names = [p.name for p in reduction.network.pathways]
         report["singular_values"] = [
-            {"path": names[p], "exprs": [str(v) for v in s], "values": [float(v) for v in s]}
+            {"path": names[p], "exprs": [str(v) for v in s], "values": [evaluate(v, values).real for v in s]}
             for p, s in reduction.singular_values.items()
         ]
         report["odes"] = [

@@ -261,3 +261,34 @@ def test_derive_of_a_shared_graph_with_parameters_and_of_a_module_network_beside
     assert [path["values"] for path in report["singular_values"]] == [[pytest.approx(2.0)]] * 2
     assert main(["derive", str(spec), "--network", "m", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["crossovers"] == []
+
+
+def test_derive_of_a_shared_graph_where_a_correlation_vanishes_at_the_parameters(tmp_path, capsys):
+    """At Delta = 1 the path to y0 sees Sigma_yx = (1 - Delta)/3 = 0, and its singular value's
+    expression is 0/0 there: null in the JSON, listed under non_finite (was a traceback)."""
+    document = {
+        "parameters": {"Delta": 1.0},
+        "data": {"inputs": [[1], ["-Delta"], [0]], "targets": [[1, 0], [1, 0], [0, 0]]},
+        "network": [
+            {
+                "name": "g",
+                "node": [
+                    {"name": "x", "inputs": [0]},
+                    {"name": "h", "size": 1},
+                    {"name": "y0", "outputs": [0]},
+                    {"name": "y1", "outputs": [1]},
+                ],
+                "edge": [
+                    {"source": "x", "target": "h"},
+                    {"source": "h", "target": "y0"},
+                    {"source": "h", "target": "y1"},
+                ],
+            }
+        ],
+    }
+    spec = tmp_path / "vanishing.toml"
+    spec.write_text(to_toml(document))
+    assert main(["derive", str(spec), "--network", "g", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert None in [v for path in report["singular_values"] for v in path["values"]]
+    assert report["non_finite"] and all(place.startswith("singular_values[") for place in report["non_finite"])

@@ -10,6 +10,7 @@ system in discrete time is exact: ``max_deviation_decoupled``) and from small ra
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
@@ -19,7 +20,7 @@ from tqdm import tqdm
 
 from gdln.derive import cache
 from gdln.derive.errors import SpecError
-from gdln.derive.expressions import evaluate
+from gdln.derive.expressions import EvaluationError, evaluate
 from gdln.derive.shared import TAU, SharedReduction
 from gdln.derive.spec import Task, task_from_dict
 from gdln.derive.tasks import digits_routing_task, routing_task
@@ -187,6 +188,15 @@ def _layer_singular_values(flow: SharedFlow, finals: list[np.ndarray], theory_st
     return summary
 
 
+def _value(expr, values: Mapping) -> float:
+    """``expr`` at ``values``; NaN where it has no value there (0/0 where a path's correlation
+    vanishes at these values): the JSON writes it as null and lists it under non_finite."""
+    try:
+        return evaluate(expr, values).real
+    except EvaluationError:
+        return math.nan
+
+
 def shared_derive_report(
     task: Task, network: str, overrides: Mapping[str, float] | None = None
 ) -> tuple[dict, SharedReduction]:
@@ -209,7 +219,7 @@ def shared_derive_report(
     if assumptions.holds:
         names = [p.name for p in reduction.network.pathways]
         report["singular_values"] = [
-            {"path": names[p], "exprs": [str(v) for v in s], "values": [evaluate(v, values).real for v in s]}
+            {"path": names[p], "exprs": [str(v) for v in s], "values": [_value(v, values) for v in s]}
             for p, s in reduction.singular_values.items()
         ]
         report["odes"] = [

@@ -13,6 +13,7 @@ from __future__ import annotations
 # --- the spec file -----------------------------------------------------------------------
 MAX_SPEC_BYTES = 2 * 2**20  # size of a spec file
 MAX_NESTING = 32  # levels of tables and arrays in a spec
+MAX_PARAMETERS = 100  # entries of [parameters]: crossovers are solved in each
 
 # --- data ----------------------------------------------------------------------------------
 MAX_DATA_ENTRIES = 100_000  # entries of data.inputs, and of data.targets (inline or from a file)

@@ -34,6 +34,7 @@ from .limits import (
     MAX_LEARNING_RATE,
     MAX_NESTING,
     MAX_NETWORKS,
+    MAX_PARAMETERS,
     MAX_PATHWAYS,
     MAX_SEEDS,
     MAX_SPEC_BYTES,
@@ -329,6 +330,8 @@ def _reject_unknown(table, allowed, source, prefix):
 
 def _read_parameters(table, source):
     _require_table(table, source, "parameters")
+    if len(table) > MAX_PARAMETERS:  # every command works parameter by parameter (crossovers)
+        raise SpecError(source, "parameters", f"{len(table)} parameters; the limit is {MAX_PARAMETERS}")
     defaults: dict[sympy.Symbol, float] = {}
     symbols: dict[str, sympy.Symbol] = {}
     reserved = set(ALLOWED_FUNCTIONS) | set(ALLOWED_CONSTANTS) | RESERVED_NAMES

@@ -373,6 +373,59 @@ def cmd_verify(args):
     _emit(report, args.json, _render_verify)
 
 
+def cmd_sweep(args):
+    from gdln.verify.sweep import parse_axis, sweep_report
+
+    task = _load(args)
+    axes = [parse_axis(text, task) for text in args.grid]
+    if args.check < 0:
+        raise SpecError("--check", str(args.check), "must be 0 or a positive number of points")
+    if args.plot:
+        check_writable(args.plot, "--plot")
+    report = sweep_report(task, axes, _overrides(args), check=args.check)
+    if args.plot:
+        from gdln.figures.sweep_figure import write_sweep_figure
+
+        write_sweep_figure(report, args.plot)
+    _emit(report, args.json, _render_sweep)
+
+
+def _render_sweep(report):
+    axes = " x ".join(f"{a['name']} ({len(a['values'])}{' log' if a['log'] else ''})" for a in report["axes"])
+    points = report["points"]
+    print(f"grid: {axes}, {len(points)} points")
+    names = [n["name"] for n in points[0]["networks"]]
+    for key, what in (("winner", "width-seeded race"), ("aligned_winner", "alignment-seeded race")):
+        counts = {name: sum(p[key] == name for p in points) for name in names}
+        if key == "aligned_winner" and not any(counts.values()):
+            print(f"  {what}: not computed (a candidate is not a set of balanced depth-2 modes)")
+            continue
+        shares = ", ".join(f"{name} at {count} point{'s' if count != 1 else ''}" for name, count in counts.items())
+        print(f"  {what}: {shares}")
+    for crossover in report["crossovers"]:
+        first, second = crossover["networks"]
+        print(f"  derived crossover of {first} and {second}: {crossover['parameter']} = {crossover['expr']}")
+    agreement = report["agreement"]
+    if agreement["checked"]:
+        checked = agreement["checked"]
+        print(
+            f"  trained at {checked} point{'s' if checked != 1 else ''}: the width-seeded winner is followed at "
+            f"{agreement['agree']}, the alignment-seeded winner at {agreement['aligned_agree']}"
+        )
+        holds = sum(
+            p["checked"]["max_deviation"] is not None and p["checked"]["max_deviation"] <= report["validity"]
+            for p in points
+            if p["checked"]
+        )
+        print(f"  the followed network stays within {report['validity']:.0%} of the initial loss at {holds} of them")
+    if report["invalid_points"]:
+        print(f"  {len(report['invalid_points'])} points with data that are not finite (null in --json)")
+    timing = report["timing"]
+    print(
+        f"  seconds: theory {timing['theory_s']:.2f}, alignment-seeded race {timing['aligned_s']:.2f}, training {timing['training_s']:.2f}"
+    )
+
+
 def _render_graph_verify(report):
     print(f"{report['seeds']} seed(s), {report['epochs']} epochs, learning rate {report['learning_rate']:g}")
     for n in report["networks"]:
@@ -656,6 +709,18 @@ def build_parser() -> argparse.ArgumentParser:
         "--strict", action="store_true", help="treat warnings (e.g. a learning rate that diverges) as errors"
     )
     p.set_defaults(run=cmd_race)
+
+    p = with_spec("sweep", "the race over a grid of parameters (phase diagram), optionally checked by training")
+    p.add_argument(
+        "--grid",
+        action="append",
+        required=True,
+        metavar="NAME=START:STOP:NUM[:log]",
+        help="an axis: a spec parameter or init_scale, learning_rate, hidden_units (once or twice)",
+    )
+    p.add_argument("--check", type=int, default=0, metavar="N", help="train ReLU networks at N grid points (default 0)")
+    p.add_argument("--plot", metavar="FILE.png", help="write the phase diagram")
+    p.set_defaults(run=cmd_sweep)
 
     p = with_spec("union", "train every candidate pathway together (exact reduced flow): which ones grow")
     p.add_argument("--epochs", type=int, help="horizon (default: the spec's training.epochs)")

@@ -80,13 +80,14 @@ class Alignment:
 @partial(jax.jit, static_argnames=("steps",))
 def _advance(w1, w2, done, inputs, targets, learning_rate, threshold, first, horizon, steps):
     """``steps`` epochs (``first``, ``first + 1``, ...) of the fixed-residual recursion for every
-    seed (leading axis); a seed stops moving once its output norm reaches ``threshold``, and
-    every seed at epoch ``horizon``. Returns the new state and the loss and the done flag before
-    each epoch."""
-    count = inputs.shape[0]
-    field = targets / count  # r_n / N with r = y: the fixed residual
+    run (leading axis of every argument but ``first``, ``horizon`` and ``steps``: seeds, or grid
+    points times seeds, each with its own data, step and threshold); a run stops moving once its
+    output norm reaches ``threshold``, and every run at epoch ``horizon``. Returns the new state
+    and the loss and the done flag before each epoch."""
 
-    def one_seed(w1, w2, done):
+    def one_run(w1, w2, done, inputs, targets, learning_rate, threshold):
+        field = targets / inputs.shape[0]  # r_n / N with r = y: the fixed residual
+
         def step(state, epoch):
             w1, w2, done = state
             pre = inputs @ w1.T
@@ -105,7 +106,34 @@ def _advance(w1, w2, done, inputs, targets, learning_rate, threshold, first, hor
         (w1, w2, done), (losses, flags) = jax.lax.scan(step, (w1, w2, done), epochs)
         return w1, w2, done, losses, flags
 
-    return jax.vmap(one_seed)(w1, w2, done)
+    return jax.vmap(one_run)(w1, w2, done, inputs, targets, learning_rate, threshold)
+
+
+def run_phase(w1, w2, inputs, targets, learning_rate, threshold, horizon: int, stride: int):
+    """The phase for every run (leading axis) until all have ended or the horizon has passed:
+    the final weights, the done flag before each epoch, and the loss before every ``stride``-th
+    epoch (``0, stride, 2 stride, ...``), all as numpy arrays."""
+    done = jnp.zeros(w1.shape[0], dtype=bool)
+    chunk = -(-_CHUNK // stride) * stride  # whole strides per chunk, so the kept epochs line up
+    losses, flags = [], []
+    run = 0
+    while True:
+        w1, w2, done, chunk_losses, chunk_flags = _advance(
+            w1, w2, done, inputs, targets, learning_rate, threshold, run, int(horizon), chunk
+        )
+        losses.append(np.asarray(chunk_losses[:, ::stride]))
+        flags.append(np.asarray(chunk_flags))
+        run += chunk
+        if bool(jnp.all(done)) or run > horizon:
+            break
+    return np.asarray(w1), np.asarray(w2), np.concatenate(flags, axis=1), np.concatenate(losses, axis=1)
+
+
+def phase_ends(flags_all):
+    """Per run, whether the phase ended within the flags and the epoch at which it did (the first
+    epoch whose flag is set; a run that never sets it ends at the last epoch recorded)."""
+    ended = flags_all.any(axis=1)
+    return ended, np.where(ended, np.argmax(flags_all, axis=1), flags_all.shape[1] - 1)
 
 
 def align(
@@ -123,30 +151,22 @@ def align(
     inputs = jnp.asarray(inputs, jnp.float64)
     targets = jnp.asarray(targets, jnp.float64)
     w1 = jnp.asarray(w1s, jnp.float64)
-    w2 = jnp.asarray(w2s, jnp.float64)
     seeds = w1.shape[0]
     threshold = float(output_fraction) * float(jnp.sqrt(jnp.sum(targets**2)))
-    done = jnp.zeros(seeds, dtype=bool)
-    losses, flags = [], []
-    run = 0
-    while True:
-        w1, w2, done, chunk_losses, chunk_flags = _advance(
-            w1, w2, done, inputs, targets, float(learning_rate), threshold, run, int(horizon), _CHUNK
-        )
-        losses.append(np.asarray(chunk_losses))
-        flags.append(np.asarray(chunk_flags))
-        run += _CHUNK
-        if bool(jnp.all(done)) or run > horizon:
-            break
-    flags_all = np.concatenate(flags, axis=1)[:, : horizon + 1]
-    losses_all = np.concatenate(losses, axis=1)[:, : horizon + 1]
-    # the first epoch whose flag is set is the end of the phase (the loss there is recorded too);
-    # a seed that never sets it ends at the horizon, where its weights are those after that many steps
-    ended = flags_all.any(axis=1)
-    epochs = np.where(ended, np.argmax(flags_all, axis=1), flags_all.shape[1] - 1)
+    w1n, w2n, flags_all, losses_all = run_phase(
+        w1,
+        jnp.asarray(w2s, jnp.float64),
+        jnp.broadcast_to(inputs, (seeds, *inputs.shape)),
+        jnp.broadcast_to(targets, (seeds, *targets.shape)),
+        jnp.full(seeds, float(learning_rate)),
+        jnp.full(seeds, threshold),
+        horizon,
+        1,
+    )
+    flags_all, losses_all = flags_all[:, : horizon + 1], losses_all[:, : horizon + 1]
+    ended, epochs = phase_ends(flags_all)
     width = int(epochs.max()) + 1
     kept = np.where(np.arange(width)[None, :] <= epochs[:, None], losses_all[:, :width], np.nan)
-    w1n, w2n = np.asarray(w1), np.asarray(w2)
     gates = np.asarray(inputs)[None] @ np.transpose(w1n, (0, 2, 1)) > 0
     return Alignment(
         epochs=epochs.astype(int), ended=np.asarray(ended, dtype=bool), gates=gates, w1=w1n, w2=w2n, losses=kept

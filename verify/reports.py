@@ -586,6 +586,34 @@ def check_prediction_models(task: Task, initial_conditions: str, time_model: str
     return time_model
 
 
+def followed_candidate(networks: list[dict]) -> tuple[str | None, list[str]]:
+    """Verify's rule: the candidate the ReLU network follows is the one with the smallest largest
+    deviation (to 4 decimals of the initial loss), then the smallest mean deviation; candidates
+    from the alignment phase itself and non-finite deviations never count. ``None``, with a
+    note, when none is finite or the two best are the same curve."""
+    notes: list[str] = []
+    # a candidate whose deviation is not finite can never be the one followed (min() would let a NaN win)
+    candidates = [
+        n
+        for n in networks
+        if math.isfinite(n["max_deviation"]) and math.isfinite(n["mean_deviation"]) and not n["from_alignment"]
+    ]
+    ranked = sorted(candidates, key=lambda n: (round(n["max_deviation"], 4), n["mean_deviation"]))
+    follows = ranked[0]["name"] if ranked else None
+    if follows is None:
+        notes.append("no candidate's deviation from the ReLU network is finite: none is followed")
+    elif len(ranked) > 1 and all(
+        abs(ranked[0][k] - ranked[1][k]) <= 1e-12 * max(1.0, abs(ranked[0][k]))
+        for k in ("max_deviation", "mean_deviation")
+    ):
+        # e.g. every alignment phase still running at the horizon: the predictions are the same curve
+        notes.append(
+            f"{ranked[0]['name']} and {ranked[1]['name']} are predicted the same curve within the horizon: none is followed"
+        )
+        follows = None
+    return follows, notes
+
+
 def verify_report(
     task: Task,
     overrides=None,
@@ -657,25 +685,8 @@ def verify_report(
     notes += [
         note for name, curve in predictions.items() if (note := divergence_note(f"prediction of {name}", ts, curve))
     ]
-    # a candidate whose deviation is not finite can never be the one followed (min() would let a NaN win)
-    candidates = [
-        n
-        for n in networks
-        if math.isfinite(n["max_deviation"]) and math.isfinite(n["mean_deviation"]) and not n["from_alignment"]
-    ]
-    ranked = sorted(candidates, key=lambda n: (round(n["max_deviation"], 4), n["mean_deviation"]))
-    follows = ranked[0]["name"] if ranked else None
-    if follows is None:
-        notes.append("no candidate's deviation from the ReLU network is finite: none is followed")
-    elif len(ranked) > 1 and all(
-        abs(ranked[0][k] - ranked[1][k]) <= 1e-12 * max(1.0, abs(ranked[0][k]))
-        for k in ("max_deviation", "mean_deviation")
-    ):
-        # e.g. every alignment phase still running at the horizon: the predictions are the same curve
-        notes.append(
-            f"{ranked[0]['name']} and {ranked[1]['name']} are predicted the same curve within the horizon: none is followed"
-        )
-        follows = None
+    follows, follow_notes = followed_candidate(networks)
+    notes += follow_notes
     report: dict[str, Any] = {
         "parameters": {s.name: v for s, v in values.items()},
         "seeds": training.seeds,

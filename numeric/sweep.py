@@ -123,10 +123,24 @@ class PhaseEnds:
     losses: np.ndarray
     stride: int
 
+    def take(self, runs: np.ndarray) -> PhaseEnds:
+        """The phase of the runs ``runs``, in that order."""
+        return PhaseEnds(
+            self.epochs[runs],
+            self.ended[runs],
+            self.gates[runs],
+            self.w1[runs],
+            self.w2[runs],
+            self.losses[runs],
+            self.stride,
+        )
 
-def align_points(inputs, targets, w1s, w2s, learning_rates, horizon: int, stride: int) -> PhaseEnds:
+
+def align_points(inputs, targets, w1s, w2s, learning_rates, horizon: int, stride: int, factors=None) -> PhaseEnds:
     """:func:`numeric.alignment.align` for every run at once, each with its own data
-    ``(runs, N, ...)`` and step; nothing is trained."""
+    ``(runs, N, ...)`` and step; nothing is trained. With ``factors`` ``(runs, members)``, each
+    run stands for members started from ``factor`` times its weights (init scales that share
+    everything else: :func:`numeric.alignment.run_phase`), listed run by run, members within."""
     inputs = jnp.asarray(inputs, jnp.float64)
     targets = jnp.asarray(targets, jnp.float64)
     thresholds = OUTPUT_FRACTION * jnp.sqrt(jnp.sum(targets**2, axis=(1, 2)))
@@ -139,9 +153,13 @@ def align_points(inputs, targets, w1s, w2s, learning_rates, horizon: int, stride
         thresholds,
         horizon,
         stride,
+        factors,
     )
+    members = w1.shape[1]
+    w1, w2 = w1.reshape(-1, *w1.shape[2:]), w2.reshape(-1, *w2.shape[2:])
+    flags, losses = flags.reshape(-1, flags.shape[-1]), losses.reshape(-1, losses.shape[-1])
     ended, epochs = phase_ends(flags[:, : horizon + 1])
-    gates = np.einsum("rni,rhi->rnh", np.asarray(inputs), w1) > 0
+    gates = np.einsum("rni,rhi->rnh", np.repeat(np.asarray(inputs), members, axis=0), w1) > 0
     return PhaseEnds(epochs.astype(int), ended, gates, w1, w2, losses, stride)
 
 
@@ -169,15 +187,27 @@ def aligned_mode_seeds_batch(network: Network, modes, phase: PhaseEnds) -> tuple
     return np.stack(ps, axis=1), np.stack(qs, axis=1)
 
 
-@partial(jax.jit, static_argnames=("loss_of_strengths", "steps"))
-def _descent_losses(loss_of_strengths, p0, q0, learning_rates, values, steps: int):
-    """Per run, the loss before each of ``steps`` steps of balanced-mode gradient descent."""
+@partial(jax.jit, static_argnames=("loss_of_strengths", "samples", "stride"))
+def _descent_from_starts(loss_of_strengths, p0, q0, starts, learning_rates, values, samples: int, stride: int):
+    """Per run, balanced-mode gradient descent on an absolute clock: the modes stand still until
+    epoch ``starts`` and step once an epoch from there; the loss before epochs ``0, stride, ...``
+    (``samples`` of them). One scan for all runs, whatever their starts."""
 
-    def one(p0, q0, learning_rate, values):
+    def one(p0, q0, start, learning_rate, values):
         step = balanced_descent_step(lambda a: loss_of_strengths(a, values), learning_rate)
-        return jax.lax.scan(step, (p0, q0), None, length=steps)[1]
 
-    return jax.vmap(one)(p0, q0, learning_rates, values)
+        def tick(state, epoch):
+            moved, loss = step(state, None)
+            waiting = epoch < start
+            return jax.tree_util.tree_map(lambda old, new: jnp.where(waiting, old, new), state, moved), loss
+
+        def block(state, first):
+            state, losses = jax.lax.scan(tick, state, first + jnp.arange(stride))
+            return state, losses[0]
+
+        return jax.lax.scan(block, (p0, q0), jnp.arange(samples) * stride)[1]
+
+    return jax.vmap(one)(p0, q0, starts, learning_rates, values)
 
 
 def aligned_descent_curves(
@@ -187,38 +217,25 @@ def aligned_descent_curves(
     it ends, then gradient descent on the balanced modes from ``(P, Q)``, its clock started at
     the phase's end (:meth:`numeric.prediction.Prediction.aligned_loss_curve`)."""
     stride = phase.stride
-    ts = np.arange(epochs // stride + 1) * stride
-    # each run is read at its own offsets t - start: the phases end at different epochs
-    longest = int(np.max(epochs - phase.epochs)) + 1
-    offsets_needed = ts[None, :] - phase.epochs[:, None]
-    later = _descent_at_offsets(compiled, p0, q0, learning_rates, values, offsets_needed, longest)
+    samples = epochs // stride + 1
+    ts = np.arange(samples) * stride
+    loss = _loss_function(compiled)
+    runs = p0.shape[0]
+    chunk = max(1, min(runs, 2**24 // samples))  # runs x samples losses per call
+    later = np.empty((runs, samples))
+    for start in range(0, runs, chunk):
+        part = slice(start, min(start + chunk, runs))
+        later[part] = np.asarray(
+            _descent_from_starts(
+                loss,
+                *(jnp.asarray(x[part], jnp.float64) for x in (p0, q0, phase.epochs, learning_rates, values)),
+                samples,
+                stride,
+            )
+        )
     index = np.clip(ts[None, :] // stride, 0, phase.losses.shape[1] - 1)
     early = np.take_along_axis(phase.losses, index, axis=1)
     return np.where(ts[None, :] < phase.epochs[:, None], early, later)
-
-
-def _descent_at_offsets(compiled, p0, q0, learning_rates, values, offsets, longest: int) -> np.ndarray:
-    """Losses of the balanced-mode descent at integer ``offsets`` ``(runs, samples)`` (negative
-    ones read as 0), computed in one scan of ``longest`` steps that keeps every step's loss for
-    the runs in chunks, so memory stays at ``chunk x longest``."""
-    loss = _loss_function(compiled)
-    runs = p0.shape[0]
-    chunk = max(1, min(runs, 2**22 // max(longest, 1)))
-    out = np.empty(offsets.shape)
-    for start in range(0, runs, chunk):
-        part = slice(start, min(start + chunk, runs))
-        losses = np.asarray(
-            _descent_losses(
-                loss,
-                jnp.asarray(p0[part]),
-                jnp.asarray(q0[part]),
-                jnp.asarray(learning_rates[part]),
-                jnp.asarray(values[part]),
-                longest,
-            )
-        )
-        out[part] = np.take_along_axis(losses, np.clip(offsets[part], 0, longest - 1), axis=1)
-    return out
 
 
 def _loss_function(compiled: CompiledNetwork):

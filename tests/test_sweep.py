@@ -84,10 +84,12 @@ def test_check_points_reach_the_boundary():
 def test_aligned_race_and_check_are_verify_at_the_point(xor):
     """At a checked point the sweep's alignment-seeded t_half is verify's predicted t_half, and the
     candidate it says the trained network follows is verify's."""
-    axes = [parse_axis("Delta=1.0:1.9:2", xor)]
-    report = sweep_report(xor, axes, check=2)
+    # init scales share one phase per seed, scaled (numeric.alignment.run_phase): not the smallest too
+    axes = [parse_axis("Delta=1.0:1.9:2", xor), parse_axis("init_scale=1e-5:1e-3:2:log", xor)]
+    report = sweep_report(xor, axes, check=4)
     for point in report["points"]:
-        verified = verify_report(xor, {"Delta": point["values"]["Delta"]}, representations=False)
+        trained = xor.with_training(init_scale=point["values"]["init_scale"])
+        verified = verify_report(trained, {"Delta": point["values"]["Delta"]}, representations=False)
         by_name = {n["name"]: n for n in verified["networks"]}
         for entry in point["networks"]:
             assert entry["aligned_t_half"] == pytest.approx(by_name[entry["name"]]["t_half_predicted"], rel=1e-9)

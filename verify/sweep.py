@@ -220,14 +220,40 @@ def _aligned_race(models: TaskPredictions, grid: _Grid, rows: np.ndarray, data) 
         return None
     seeds, hidden = training.seeds, int(grid.hidden_units[rows[0]])
     w1, w2 = (np.asarray(w) for w in initial_relu_weights(hidden, task.num_inputs, task.num_outputs, 1.0, range(seeds)))
-    # init_relu draws init_scale * normal: the unit-scale weights scaled per point are the same numbers
-    scale = grid.init_scale[rows][:, None, None, None]
-    runs_w1 = (scale * w1[None]).reshape(-1, *w1.shape[1:])
-    runs_w2 = (scale * w2[None]).reshape(-1, *w2.shape[1:])
-    inputs, targets = (np.repeat(x[rows], seeds, axis=0) for x in data)
-    rates = np.repeat(grid.learning_rate[rows], seeds)
+    # init_relu draws init_scale * normal, and the phase moves weights of every scale alike
+    # (numeric.alignment.run_phase): the points that differ only in init scale share one run per
+    # seed, started at the smallest of their scales, each a member scaled up from it
+    keys = np.concatenate([grid.values[rows], grid.learning_rate[rows, None]], axis=1)
+    _, group_of = np.unique(keys, axis=0, return_inverse=True)
+    group_of = group_of.ravel()
+    groups = [rows_in for rows_in in (np.flatnonzero(group_of == g) for g in range(group_of.max() + 1))]
+    width = max(len(g) for g in groups)
+    members = np.array([np.resize(g, width) for g in groups])  # positions in rows; padding repeats, dropped below
+    scales = grid.init_scale[rows][members]
+    base = scales.min(axis=1)
+    factors = np.repeat(scales / base[:, None], seeds, axis=0)
+    runs_w1 = (base[:, None, None, None] * w1[None]).reshape(-1, *w1.shape[1:])
+    runs_w2 = (base[:, None, None, None] * w2[None]).reshape(-1, *w2.shape[1:])
+    firsts = members[:, 0]
+    inputs, targets = (np.repeat(x[rows][firsts], seeds, axis=0) for x in data)
     stride = theory_stride(training.epochs)
-    phase = align_points(inputs, targets, runs_w1, runs_w2, rates, training.epochs, stride)
+    phase = align_points(
+        inputs,
+        targets,
+        runs_w1,
+        runs_w2,
+        np.repeat(grid.learning_rate[rows][firsts], seeds),
+        training.epochs,
+        stride,
+        factors,
+    )
+    # runs come out group by group, seed by seed, member by member; put them point by point, seed by seed
+    flat = np.arange(len(groups) * seeds * width).reshape(len(groups), seeds, width)
+    order = np.empty((len(rows), seeds), dtype=int)
+    for g, group in enumerate(groups):
+        order[group] = flat[g, :, : len(group)].T
+    phase = phase.take(order.ravel())
+    rates = np.repeat(grid.learning_rate[rows], seeds)
     values = np.repeat(grid.values[rows], seeds, axis=0)
     ts = np.arange(training.epochs // stride + 1) * stride
     found = {}

@@ -12,6 +12,8 @@ compares like with like:
   12000 epochs;
 - derivation scaling: ``derive`` of the context task for several K and P, with the fitted
   growth exponent;
+- phase diagrams: ``gdln sweep``'s theory over a grid against training
+  (:mod:`bench.bench_sweep`);
 - figures: ``gdln figures --quick`` end to end.
 
 Speed targets live here, not in the tests.
@@ -33,6 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from bench.bench_race import timed  # best of a few runs, blocked until ready
+from bench.bench_sweep import print_sweep, sweep_benchmarks
 from gdln.derive.cache import CACHE_ENV
 from gdln.numeric.precision import use_x64
 
@@ -223,6 +226,7 @@ def main(argv=None) -> int:
         "simulation": simulation(500 if args.quick else 2000, (1, 8, 32)),
         "theory_against_training": theory_against_training(),
         "derivation_scaling": derivation_scaling(args.quick),
+        "sweep": sweep_benchmarks(args.quick),
     }
     if not args.quick:
         report["figures"] = figures()
@@ -268,6 +272,7 @@ def main(argv=None) -> int:
         + ", ".join(f"P={r['P']} {r['seconds']:.1f} s" for r in ds["by_items_K3"])
         + f" (exponent {ds['exponent_in_P']:.2f})"
     )
+    print_sweep(report["sweep"])
     if "figures" in report:
         print(f"gdln figures --quick: {report['figures']['figures_quick_seconds']:.0f} s")
     return 0

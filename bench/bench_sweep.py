@@ -1,4 +1,4 @@
-"""Phase diagrams against training: ``python bench/bench_sweep.py [--quick]`` (also part of ``python -m bench``).
+"""Phase diagrams against training: ``python -m bench.bench_sweep [--quick]`` (also part of ``python -m bench``).
 
 Every figure is a ratio of two times from this run:
 

@@ -31,9 +31,10 @@ from .prediction import balanced_descent_step
 from .race import CompiledNetwork, log_mode_strength
 from .types import ArrayLike, Float
 
-#: bisection steps of a crossing time on ``[0, horizon]``: 2^-100 of the horizon is far below
-#: float64's resolution of any crossing, so the bisection ends on adjacent floats
-BISECTION_STEPS = 100
+#: bisection steps of a crossing time on ``[0, horizon]``: 2^-64 of the horizon is below
+#: float64's resolution of any crossing after the first 1e-3 epochs (horizons up to 1e7), so the
+#: bisection ends on adjacent floats
+BISECTION_STEPS = 64
 
 
 def _closed_form_program(compiled: CompiledNetwork):

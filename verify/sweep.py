@@ -192,9 +192,8 @@ def _width_race(models: TaskPredictions, grid: _Grid, rows: np.ndarray) -> dict[
     found = {}
     for network in task.networks:
         prediction = models.prediction(network.name)
-        scales = grid.init_scale[rows]
-        distinct, inverse = np.unique(scales, return_inverse=True)
-        logs = np.stack([np.asarray(prediction.log_initial_strengths(float(s))) for s in distinct])[inverse]
+        # log a0 = log(units init_scale^2 / 2): the seeds at init scale 1, shifted by 2 log init_scale
+        logs = np.asarray(prediction.log_initial_strengths(1.0))[None] + 2 * np.log(grid.init_scale[rows])[:, None]
         tau = 1.0 / grid.learning_rate[rows]
         if prediction.kind == "closed form":
             found[network.name] = closed_form_race(

@@ -16,6 +16,7 @@ from gdln.derive import cache
 from gdln.derive.errors import GdlnError, SpecError
 from gdln.derive.expressions import EvaluationError, evaluate, parse_expression
 from gdln.derive.spec import MAX_EPOCHS, MAX_SEEDS
+from gdln.derive.tasks import STRUCTURES
 from gdln.numeric.precision import use_compilation_cache, use_x64
 from gdln.verify.checks import GdlnWarning
 from gdln.verify.files import check_writable, finite_json, write_atomic
@@ -677,11 +678,57 @@ def cmd_task(args):
     sys.stdout.write(to_toml(spec))
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("gdln")
+    except PackageNotFoundError:  # run from a checkout that is not installed
+        return "unknown"
+
+
+def _example_specs() -> dict:
+    """The shipped example specs by name (file name without ``.toml``)."""
+    from importlib.resources import files
+
+    return {
+        entry.name.removesuffix(".toml"): entry
+        for entry in files("gdln.examples").iterdir()
+        if entry.name.endswith(".toml")
+    }
+
+
+def cmd_examples(args):
+    import tomllib
+
+    specs = _example_specs()
+    if args.name is None:
+        width = max(len(name) for name in specs)
+        for name, entry in sorted(specs.items()):
+            title = tomllib.loads(entry.read_text(encoding="utf-8")).get("title", "")
+            print(f"{name:<{width}}  {title}")
+        print("write one with: gdln examples NAME --out NAME.toml")
+        return
+    if args.name not in specs:
+        raise SpecError("examples", args.name, f"no such example (shipped: {', '.join(sorted(specs))})")
+    text = specs[args.name].read_text(encoding="utf-8")
+    if args.out:
+        write_atomic(args.out, text.encode("utf-8"), "--out")
+    else:
+        sys.stdout.write(text)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="gdln", description="Exact learning dynamics of gated deep linear networks and ReLU networks."
     )
+    parser.add_argument("--version", action="version", version=f"gdln {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    p = sub.add_parser("examples", help="list the example specs shipped with gdln, or write one")
+    p.add_argument("name", nargs="?", help="the example to write (default: list them)")
+    p.add_argument("--out", metavar="FILE", help="write the example to FILE instead of stdout")
+    p.set_defaults(run=cmd_examples)
 
     def with_spec(name, help_text):
         p = sub.add_parser(name, help=help_text)
@@ -691,7 +738,7 @@ def build_parser() -> argparse.ArgumentParser:
         return p
 
     p = with_spec("derive", "effective datasets, modes, ODEs, closed forms and loss of one network")
-    p.add_argument("--network", required=True)
+    p.add_argument("--network", required=True, help="the candidate network to derive (a [[network]] name in the spec)")
     p.add_argument(
         "--latex", metavar="FILE", help="write the derivation as a complete LaTeX document (pdflatex, amsmath)"
     )
@@ -758,7 +805,7 @@ def build_parser() -> argparse.ArgumentParser:
                 help="what the ReLU network trains in (float32 follows float64 to 1e-4 of the initial loss; README)",
             )
         p.add_argument("--seeds", type=int, help="number of seeds (0, 1, ...)")
-        p.add_argument("--epochs", type=int)
+        p.add_argument("--epochs", type=int, help="training epochs (default: the spec's training.epochs)")
         p.add_argument(
             "--strict", action="store_true", help="treat warnings (e.g. a learning rate that diverges) as errors"
         )
@@ -790,7 +837,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(run=cmd_find_gates)
 
     p = with_spec("realizable", "can one ReLU unit without bias be on exactly at these datapoints?")
-    p.add_argument("--pattern", required=True, metavar="I,J,...")
+    p.add_argument(
+        "--pattern", required=True, metavar="I,J,...", help="datapoint indices (from 0) on which the gate is on"
+    )
     p.set_defaults(run=cmd_realizable)
 
     p = with_spec("lemma", "enumerate and classify every realizable gate pattern (<= 16 datapoints)")
@@ -798,10 +847,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(run=cmd_lemma)
 
     p = sub.add_parser("task", help="write a task spec (TOML) to stdout")
-    p.add_argument("kind", choices=["context", "routing", "digits"])
+    p.add_argument("kind", choices=["context", "routing", "digits"], help="which task to write")
     p.add_argument("--items", type=int, help="items (routing: default 4, a power of two)")
     p.add_argument("--contexts", type=int, help="context: number of contexts")
-    p.add_argument("--blocks", help="context: one structure per context: hierarchy, ring, cross")
+    p.add_argument("--blocks", help=f"context: one structure per context, comma-separated: {', '.join(STRUCTURES)}")
     p.add_argument("--candidates", help="context: context-subsets lists the candidate networks common+j")
     p.add_argument("--domains", type=int, help="routing: number of input (and output) domains M")
     p.add_argument("--trained", type=int, help="routing: output domains trained per input domain K")
@@ -819,8 +868,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--trained", help="K values, comma-separated (default 1..M-1)")
     p.add_argument("--init-scales", help="init scales, comma-separated")
     p.add_argument("--scale-trained", type=int, help="K of the init-scale sweep (default M // 2)")
-    p.add_argument("--seeds", type=int)
-    p.add_argument("--epochs", type=int)
+    p.add_argument("--seeds", type=int, help="seeds per point (default: the task's)")
+    p.add_argument("--epochs", type=int, help="training epochs (default: the task's)")
     p.add_argument(
         "--data",
         choices=["hierarchy", "digits"],

@@ -50,3 +50,22 @@ def test_unknown_example_is_one_line(capsys):
     assert main(["examples", "nope"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "xor" in err[0]
+
+
+def test_public_api_names_resolve_lazily():
+    """``import gdln`` loads no layer; each public name is the object its module defines."""
+    import importlib
+    import subprocess
+    import sys
+
+    probe = "import gdln, sys; print(any(m.startswith(('gdln.derive', 'jax', 'sympy')) for m in sys.modules))"
+    assert (
+        subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.strip()
+        == "False"
+    )
+    import gdln
+
+    assert sorted(gdln.__all__) == sorted(gdln._EXPORTS)
+    for name in gdln.__all__:
+        module = importlib.import_module(gdln._EXPORTS[name])
+        assert getattr(gdln, name) is getattr(module, name)

@@ -32,12 +32,11 @@ def _option_rows(parser: argparse.ArgumentParser) -> list[str]:
     for action in parser._actions:
         if isinstance(action, (argparse._HelpAction, argparse._SubParsersAction)):
             continue
+        metavar = action.metavar if isinstance(action.metavar, str) else action.dest.upper()
         if action.option_strings:
-            name = ", ".join(action.option_strings)
-            if action.nargs != 0:
-                name += f" {action.metavar or action.dest.upper()}"
+            name = ", ".join(action.option_strings) + (f" {metavar}" if action.nargs != 0 else "")
         else:
-            name = action.metavar or action.dest.upper()
+            name = metavar
         extra = []
         if action.choices is not None and not isinstance(action.choices, dict):
             extra.append("one of " + ", ".join(f"`{c}`" for c in action.choices))

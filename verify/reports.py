@@ -36,6 +36,7 @@ from gdln.numeric.sharding import device_count
 from gdln.numeric.training import gdln_layout, initial_relu_weights, train_gdln, train_relu
 
 from .checks import check_training_size, check_values
+from .display import RaceReport, VerifyReport
 from .files import write_atomic
 from .representations import gate_census, hidden_layers, mds_comparison
 
@@ -349,14 +350,16 @@ def race_report(
         winner = None  # none reaches 10% within the horizon and the best losses there are equal (e.g. both still 1.0)
     pairs = combinations(derivations, 2)
     found = _crossover_entries([c for a, b in pairs for c in models.crossovers(a, b, values)], values)
-    return {
-        "parameters": {s.name: v for s, v in values.items()},
-        "horizon": horizon,
-        "networks": networks,
-        "ranking": ranking,
-        "winner": winner,
-        "crossovers": found,
-    }
+    return RaceReport(
+        {
+            "parameters": {s.name: v for s, v in values.items()},
+            "horizon": horizon,
+            "networks": networks,
+            "ranking": ranking,
+            "winner": winner,
+            "crossovers": found,
+        }
+    )
 
 
 def _settings(task: Task, seeds: int | None, epochs: int | None):
@@ -687,15 +690,17 @@ def verify_report(
     ]
     follows, follow_notes = followed_candidate(networks)
     notes += follow_notes
-    report: dict[str, Any] = {
-        "parameters": {s.name: v for s, v in values.items()},
-        "seeds": training.seeds,
-        "epochs": training.epochs,
-        "initial_conditions": initial_conditions,
-        "time_model": time_model,
-        "follows": follows,
-        "networks": networks,
-    }
+    report: dict[str, Any] = VerifyReport(
+        {
+            "parameters": {s.name: v for s, v in values.items()},
+            "seeds": training.seeds,
+            "epochs": training.epochs,
+            "initial_conditions": initial_conditions,
+            "time_model": time_model,
+            "follows": follows,
+            "networks": networks,
+        }
+    )
     if alignment is not None:
         report["alignment"] = alignment_entry(alignment, [*task.networks, *extra])
     if notes:

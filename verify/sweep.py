@@ -45,6 +45,7 @@ from gdln.numeric.sweep import (
 from gdln.numeric.training import initial_relu_weights, train_relu_points
 
 from .checks import check_training_size, check_values
+from .display import SweepReport
 from .reports import (
     _finite_or_none,
     candidate_predictions,
@@ -463,40 +464,42 @@ def sweep_report(
         [names.index(p["aligned_winner"]) if p["aligned_winner"] in names else -1 for p in points]
     )
     near_boundary = set(_boundary_points(aligned_labels, grid.shape).tolist())
-    return {
-        "spec": task.source,
-        "axes": [{"name": a.name, "values": list(a.values), "log": a.log} for a in axes],
-        "seeds": {
-            "width": "each pathway from its width: a0 = units init_scale^2 / 2 (gdln race)",
-            "aligned": f"the alignment phase of {task.training.seeds} ReLU seeds from their initial weights (gdln verify)"
-            if aligned_available
-            else None,
-        },
-        "validity": VALIDITY,
-        "points": points,
-        "invalid_points": [i for i in range(grid.size) if not ok[i]],
-        "crossovers": _crossover_curves(base, axes, overrides),
-        "agreement": {
-            "checked": len(checked),
-            "agree": sum(p["winner"] == p["checked"]["follows"] for p in checked),
-            "aligned_agree": sum(p["aligned_winner"] == p["checked"]["follows"] for p in checked),
-            "disagree_points": [
-                {
-                    "index": i,
-                    "values": points[i]["values"],
-                    "next_to_aligned_boundary": i in near_boundary,
-                    "outside_validity": points[i]["checked"]["max_deviation"] > VALIDITY,
-                }
-                for i in disagree
-            ],
-        },
-        "timing": {
-            "theory_s": theory_seconds,
-            "aligned_s": aligned_seconds,
-            "training_s": training_seconds,
-            "training_run_s": per_run,
-        },
-    }
+    return SweepReport(
+        {
+            "spec": task.source,
+            "axes": [{"name": a.name, "values": list(a.values), "log": a.log} for a in axes],
+            "seeds": {
+                "width": "each pathway from its width: a0 = units init_scale^2 / 2 (gdln race)",
+                "aligned": f"the alignment phase of {task.training.seeds} ReLU seeds from their initial weights (gdln verify)"
+                if aligned_available
+                else None,
+            },
+            "validity": VALIDITY,
+            "points": points,
+            "invalid_points": [i for i in range(grid.size) if not ok[i]],
+            "crossovers": _crossover_curves(base, axes, overrides),
+            "agreement": {
+                "checked": len(checked),
+                "agree": sum(p["winner"] == p["checked"]["follows"] for p in checked),
+                "aligned_agree": sum(p["aligned_winner"] == p["checked"]["follows"] for p in checked),
+                "disagree_points": [
+                    {
+                        "index": i,
+                        "values": points[i]["values"],
+                        "next_to_aligned_boundary": i in near_boundary,
+                        "outside_validity": points[i]["checked"]["max_deviation"] > VALIDITY,
+                    }
+                    for i in disagree
+                ],
+            },
+            "timing": {
+                "theory_s": theory_seconds,
+                "aligned_s": aligned_seconds,
+                "training_s": training_seconds,
+                "training_run_s": per_run,
+            },
+        }
+    )
 
 
 def _check(groups, task: Task, grid: _Grid, chosen: np.ndarray, points: list[dict], inputs, targets):

@@ -325,11 +325,10 @@ class CouplingNumber(sympy.Expr):
         obj._values = {}
         return obj
 
-    def __getnewargs__(self):
-        return (self.row, self.column, self.ingredients)
-
-    def __getstate__(self):
-        return None
+    def __reduce__(self):
+        # the values computed so far travel with the number (the derivation cache): each costs
+        # milliseconds of mpmath on the vectors' long rationals, and a report asks for hundreds
+        return (_coupling_number, (self.row, self.column, self.ingredients, dict(self._values)))
 
     def _hashable_content(self):
         return (self.row, self.column, self.ingredients)
@@ -352,7 +351,12 @@ class CouplingNumber(sympy.Expr):
             return output * inner / mpmath.fprod(norms)
 
     def value(self, digits: int):
-        """The number to ``digits`` significant digits, as an mpmath number."""
+        """The number to ``digits`` significant digits, as an mpmath number (a value already
+        known to more digits is rounded)."""
+        more = [known for known in self._values if known > digits]
+        if digits not in self._values and more:
+            with mpmath.workdps(digits):
+                return +self._values[min(more)]
         if digits not in self._values:
             guard = _GUARD_DIGITS
             with mpmath.workdps(digits + 10):
@@ -374,3 +378,10 @@ class CouplingNumber(sympy.Expr):
 
     def _latex(self, printer) -> str:
         return f"c_{{{self.row},{self.column}}}"
+
+
+def _coupling_number(row: int, column: int, ingredients: tuple, values: dict) -> CouplingNumber:
+    """A pickled :class:`CouplingNumber` with the values it had computed."""
+    number = CouplingNumber(row, column, ingredients)
+    number._values.update(values)
+    return number

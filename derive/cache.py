@@ -228,8 +228,10 @@ class _Pickler(pickle.Pickler):
 
 #: SymPy's pickles rebuild these through their constructors, which sort and combine their
 #: arguments again (most of the rest of a warm derivation's unpickling); the arguments
-#: pickled are already in canonical order, so the object is rebuilt as it was
-_AS_BUILT = (sympy.Add, sympy.Mul, sympy.Pow)
+#: pickled are already in canonical order, so the object is rebuilt as it was. An equation
+#: (``Eq``, the race ODEs) would otherwise be decided again: its sides evaluated, a CRootOf at a
+#: time (20 s for Section 4's ``common+2``)
+_AS_BUILT = (sympy.Add, sympy.Mul, sympy.Pow, sympy.Equality)
 
 
 def _as_built(kind: type, args: tuple) -> sympy.Expr:

@@ -255,3 +255,61 @@ def test_compiled_solves_written_after_a_persistent_cache_hit_load_in_the_next_p
     written = race()
     assert written
     assert race() == written  # read back, not compiled and written again
+
+
+def test_symmetric_groups_and_reduced_system_are_read_back_not_recomputed(disk_cache, monkeypatch):
+    """A derivation whose symmetric groups, reduced system and race ODEs were computed is written
+    whole (its exact operands, over rings of this process's generator symbols, are left out and
+    rebuilt on demand), and a process that reads it back gets them without comparing pathways
+    again: equal groups, classes, coupling and ODEs."""
+    from gdln.derive import symmetry
+    from gdln.derive.spec import task_from_dict
+    from gdln.derive.tasks import context_task
+
+    # quartic CRootOf modes, radicals, interacting pathways and a group of two symmetric pathways
+    task = task_from_dict(context_task(4, 3, ["clusters", "clusters", "chain"], "context-subsets"))
+    built = TaskPredictions(task).derivation("common+2")
+    system = built.reduced_system
+    odes, groups = system.odes, built.symmetric_groups
+    assert (2, 3) in groups and built.coupling_numbers == [] and built.cross_correlations
+    assert cache.flush() == 1
+    cache._memory.clear()
+    cache._modes.clear()
+
+    def never(*args, **kwargs):
+        raise AssertionError("recomputed although the entry is on disk")
+
+    monkeypatch.setattr(symmetry.Symmetry, "_overlap_norms", never)
+    monkeypatch.setattr(symmetry.Symmetry, "_coefficients", never)
+    read = cache.derivation(cache.key_of(built), never)
+    assert read is not built
+    assert read.symmetric_groups == groups
+    assert read.reduced_system.kind == system.kind and read.reduced_system.coupling == system.coupling
+    assert read.reduced_system.odes == odes
+    assert [str(c) for c in read.symmetry.classes[0]] == [str(c) for c in built.symmetry.classes[0]]
+    monkeypatch.undo()
+    # the operands left out come back equal when asked for
+    assert read.symmetry.scaled_map(0, 0).to_Matrix() == built.symmetry.scaled_map(0, 0).to_Matrix()
+
+
+def test_a_named_coupling_keeps_its_values_through_the_cache(monkeypatch):
+    """A :class:`CouplingNumber` read back from a pickle has the values it had computed, and a
+    value known to more digits answers a request for fewer (the report asks for 17 and 30 digits
+    of numbers the derivation computed at 40)."""
+    from gdln.derive.algebraic import CouplingNumber
+
+    x = sympy.Symbol("x")
+    root = sympy.CRootOf(x**3 - x - 1, 0)
+    vector = sympy.ImmutableMatrix([1, root])
+    identity = sympy.ImmutableMatrix.eye(2)
+    number = CouplingNumber(0, 1, (vector, vector, vector, vector, identity, identity))
+    exact = number.value(40)
+    read = cache._loads(cache._dumps(number), Path("unused"))
+
+    def never(*args):
+        raise AssertionError("computed again from the vectors")
+
+    monkeypatch.setattr(CouplingNumber, "_compute", never)
+    assert read == number and read.value(40) == exact
+    assert float(read.evalf(17)) == float(exact) == 1.0  # (1 + r^2)^2 / |(1, r)|^4
+    assert abs(read.value(30) - exact) < 10.0**-29

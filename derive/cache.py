@@ -5,10 +5,14 @@ A derivation is keyed by a hash of what it depends on (the task's exact data, it
 and their defaults, the network's pathways or graph) together with gdln's version and a digest
 of the source of ``derive`` and ``numeric``, so an edited checkout never reads a stale entry.
 On disk an entry is the pickled derivation with every product computed so far (its cached
-properties), and next to it the numbers ``numeric`` evaluated from it (``.npz``, read with
-``allow_pickle=False``). The modes of its pathways are written once for all entries, in
-``derivations/modes``, so a pathway that several networks share is read once. Entries are only ever written by gdln itself, under
-:func:`cache_root`; the pickles are gdln's own objects, never user input.
+properties: modes, couplings, symmetric groups, the reduced system, ODEs, loss, speed),
+behind a digest of the pickle; next to it the numbers ``numeric`` evaluated from it (``.npz``,
+read with ``allow_pickle=False``). The modes of
+its pathways are written once for all entries, in ``derivations/modes``, named by the digest of
+their pickle, so a pathway that several networks share is read once. An entry that does not
+match its digest, or was made for another key, is rebuilt, never trusted. Entries are only
+ever written by gdln itself, under :func:`cache_root`; the pickles are gdln's own objects,
+never user input.
 
 The disk cache is off unless :func:`enable` is called: the CLI calls it (``--no-cache`` does not)
 and :func:`flush` when a command ends; importing gdln touches no files.
@@ -128,11 +132,15 @@ def derivation(key: str, build: Callable[[], Any]) -> Any:
     found = None
     if folder is not None and (folder / "derivation.pickle").is_file():
         try:
-            found = _loads((folder / "derivation.pickle").read_bytes(), folder.parent / "modes")  # gdln's own entry
+            data = _unsealed((folder / "derivation.pickle").read_bytes())
+            found = _loads(data, folder.parent / "modes")  # gdln's own entry, as written
+            if key_of(found) != key:
+                raise ValueError(f"the entry under {key} is another derivation's")
             _stored[key] = computed_products(found)
-        except Exception:  # a truncated or foreign entry is rebuilt, never trusted
+        except Exception:  # a truncated, garbled or foreign entry is rebuilt, never trusted
             found = None
     if found is None:
+        _stored.pop(key, None)  # whatever is on disk is not this: the next flush writes it
         found = build()
     found.cache_key = key
     _memory[key] = found
@@ -182,10 +190,24 @@ def flush() -> int:
         except Exception:  # a product that cannot be pickled: this entry stays in memory only
             continue
         folder.mkdir(parents=True, exist_ok=True)
-        write_bytes_atomically(folder / "derivation.pickle", data)
+        write_bytes_atomically(folder / "derivation.pickle", _sealed(data))
         _stored[key] = products
         written += 1
     return written
+
+
+def _sealed(data: bytes) -> bytes:
+    """``data`` behind its SHA-256 digest, which :func:`_unsealed` checks."""
+    return hashlib.sha256(data).digest() + data
+
+
+def _unsealed(sealed: bytes) -> bytes:
+    """The data of a :func:`_sealed` entry; ``ValueError`` when it does not match its digest (a
+    truncated or garbled file)."""
+    digest, data = sealed[:32], sealed[32:]
+    if len(digest) < 32 or hashlib.sha256(data).digest() != digest:
+        raise ValueError("a cache entry that does not match its digest")
+    return data
 
 
 class _Pickler(pickle.Pickler):
@@ -266,7 +288,12 @@ class _Unpickler(pickle.Unpickler):
         if kind != "mode" or not all(c in "0123456789abcdef" for c in name):
             raise pickle.UnpicklingError(f"unknown reference {pid!r}")
         if name not in _modes:
-            _modes[name] = pickle.loads((self.modes / f"{name}.pickle").read_bytes())  # gdln's own entry
+            path = self.modes / f"{name}.pickle"
+            data = path.read_bytes()
+            if hashlib.sha256(data).hexdigest()[:32] != name:  # named by its digest: garbled
+                path.unlink(missing_ok=True)  # the next flush writes it again
+                raise pickle.UnpicklingError(f"mode {name} does not match its digest")
+            _modes[name] = pickle.loads(data)  # gdln's own entry
         _remember_mode(self.modes, name, _modes[name])
         return _modes[name]
 

@@ -313,3 +313,52 @@ def test_a_named_coupling_keeps_its_values_through_the_cache(monkeypatch):
     assert read == number and read.value(40) == exact
     assert float(read.evalf(17)) == float(exact) == 1.0  # (1 + r^2)^2 / |(1, r)|^4
     assert abs(read.value(30) - exact) < 10.0**-29
+
+
+def test_garbled_or_foreign_derivation_entries_are_rebuilt(disk_cache):
+    """A derivation entry that does not match its digest (a byte changed), or that is another
+    derivation's, and a mode file that does not match its name, are rebuilt, never read; the
+    rebuilt entry is written again and read back from then on."""
+    from gdln.derive.derivation import NetworkDerivation
+
+    task = load_spec(XOR_SPEC)
+    names = [n.name for n in task.networks]
+    built = {name: TaskPredictions(task).derivation(name) for name in names}
+    speeds = {name: built[name].speed for name in names}
+    assert cache.flush() == len(names)
+    keys = {name: cache.key_of(built[name]) for name in names}
+    entry = disk_cache / "derivations" / keys["linear"] / "derivation.pickle"
+    builds = []
+
+    def read(*chosen):
+        """A new process's reads: each derivation from disk, else built (and counted)."""
+        cache._memory.clear()
+        cache._modes.clear()
+        cache._mode_names.clear()
+        for name in chosen:
+            found = cache.derivation(keys[name], lambda name=name: builds.append(name) or NetworkDerivation(task, name))
+            assert found.speed == speeds[name]
+
+    read("linear")
+    assert builds == []  # the entry as written is read
+    data = bytearray(entry.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    entry.write_bytes(bytes(data))
+    read("linear")
+    assert builds == ["linear"]
+    assert cache.flush() == 1  # written again, and read from then on
+    read("linear")
+    assert builds == ["linear"]
+    cache.flush()
+    entry.write_bytes((disk_cache / "derivations" / keys["xor"] / "derivation.pickle").read_bytes())
+    read("linear")  # a valid entry, but the xor network's
+    assert builds == ["linear"] * 2
+    cache.flush()
+    mode = next((disk_cache / "derivations" / "modes").glob("*.pickle"))
+    mode.write_bytes(mode.read_bytes()[:-1])  # cut short
+    read(*names)
+    assert len(builds) == 3  # the network that holds the mode is rebuilt
+    assert not mode.exists()  # removed: the next flush writes it again
+    assert cache.flush() == 1 and mode.is_file()
+    read(*names)
+    assert len(builds) == 3

@@ -63,6 +63,25 @@ def has_roots(expr) -> bool:
     return bool(sympy.sympify(expr).atoms(sympy.CRootOf))
 
 
+def describe(expr) -> dict | None:
+    """What kind of algebraic number ``expr`` is, for text that gives its value instead of its
+    ``CRootOf`` polynomials: ``None`` when it holds no ``CRootOf``; else ``{"form", "degrees"}``,
+    ``form`` one of ``"root"`` (a ``CRootOf`` itself), ``"square root"`` (the square root of one: a
+    singular value ``s`` whose ``s^2`` is the root) and ``"polynomial"`` (an expression in them,
+    such as a mode's ``d`` in ``Q(s^2)``), ``degrees`` those of the roots' polynomials, largest first."""
+    expr = sympy.sympify(expr)
+    roots = expr.atoms(sympy.CRootOf)
+    if not roots:
+        return None
+    if isinstance(expr, sympy.CRootOf):
+        form = "root"
+    elif isinstance(expr, sympy.Pow) and expr.exp == sympy.S.Half and isinstance(expr.base, sympy.CRootOf):
+        form = "square root"
+    else:
+        form = "polynomial"
+    return {"form": form, "degrees": sorted({root.poly.degree() for root in roots}, reverse=True)}
+
+
 def to_generators(expr: sympy.Expr) -> sympy.Expr:
     """``expr`` with every ``CRootOf`` and every rational radical replaced by its generator."""
     expr = sympy.sympify(expr)

@@ -375,7 +375,7 @@ def test_default_text_fits_two_screens_and_full_keeps_the_dump(capsys, tmp_path)
     assert main(["derive", str(path), "--network", "common+2"]) == 0
     summary = capsys.readouterr().out
     assert len(summary.splitlines()) <= 120
-    assert "sqrt(165)/12" in summary and "x4" in summary and "contexts 1, 2" in summary
+    assert "sqrt(165)/12" in summary and "4 modes:" in summary and "contexts 1, 2" in summary
     assert main(["derive", str(path), "--network", "common+2", "--full"]) == 0
     assert len(capsys.readouterr().out.splitlines()) > len(summary.splitlines())
 

@@ -7,7 +7,8 @@ of the source of ``derive`` and ``numeric``, so an edited checkout never reads a
 On disk an entry is the pickled derivation with every product computed so far (its cached
 properties: modes, couplings, symmetric groups, the reduced system, ODEs, loss, speed),
 behind a digest of the pickle; next to it the numbers ``numeric`` evaluated from it (``.npz``,
-read with ``allow_pickle=False``). The modes of
+read with ``allow_pickle=False``) and JSON products such as ``derive``'s printed summary
+(:func:`document`), each with what it was made for and a digest of its content. The modes of
 its pathways are written once for all entries, in ``derivations/modes``, named by the digest of
 their pickle, so a pathway that several networks share is read once. An entry that does not
 match its digest, or was made for another key, is rebuilt, never trusted. Entries are only
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import json
 import os
 import pickle
 import shutil
@@ -49,6 +51,7 @@ _state: dict[str, Any] = {"root": None}
 _memory: dict[str, Any] = {}
 _stored: dict[str, tuple] = {}
 _arrays: dict[tuple[str, str], dict[str, np.ndarray]] = {}
+_documents: dict[tuple[str, str, str], Any] = {}
 #: keys asked for since the last flush: only these can have grown
 _touched: set[str] = set()
 
@@ -170,6 +173,52 @@ def arrays(key: str | None, name: str, compute: Callable[[], Mapping[str, np.nda
             _atomic_write(path, lambda handle: np.savez(handle, **result))
     _arrays[(key, name)] = result
     return result
+
+
+def document(key: str | None, name: str, depends: str, compute: Callable[[], Any]) -> Any:
+    """A JSON-ready product of the derivation with ``key`` that also depends on ``depends`` (text
+    naming whatever else went into it: values, other derivations, the code that builds it):
+    kept in memory, and on disk as ``name-<digest of depends>.json`` next to the derivation
+    when the disk cache is on. The file holds ``depends`` and a digest of its content; a file
+    that cannot be read, was written for other ``depends``, or whose content does not match its
+    digest is computed again and rewritten, never trusted."""
+    if key is None:
+        return compute()
+    tag = hashlib.sha256(depends.encode()).hexdigest()[:16]
+    if (key, name, tag) in _documents:
+        return _documents[(key, name, tag)]
+    folder = _folder(key)
+    path = None if folder is None else folder / f"{name}-{tag}.json"
+    found = _read_document(path, depends) if path is not None and path.is_file() else None
+    if found is None:
+        content = compute()
+        text = _canonical(content)
+        found = json.loads(text)  # as it will be read back: lists for tuples, string keys
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            entry = {"depends": depends, "digest": hashlib.sha256(text.encode()).hexdigest(), "content": found}
+            write_bytes_atomically(path, json.dumps(entry).encode())
+    _documents[(key, name, tag)] = found
+    return found
+
+
+def _canonical(content: Any) -> str:
+    return json.dumps(content, sort_keys=True, allow_nan=True)
+
+
+def _read_document(path: Path, depends: str) -> Any:
+    """The content of a document file, or ``None`` when it is unreadable, for other ``depends``,
+    or altered since it was written."""
+    try:
+        entry = json.loads(path.read_text())
+        if not isinstance(entry, dict) or entry.get("depends") != depends or "content" not in entry:
+            return None
+        content = entry["content"]
+        if hashlib.sha256(_canonical(content).encode()).hexdigest() != entry.get("digest"):
+            return None
+        return content
+    except (OSError, ValueError, TypeError):  # unreadable, not UTF-8, not JSON
+        return None
 
 
 def flush() -> int:
@@ -370,5 +419,6 @@ def clear(root: Path | None = None) -> None:
     _stored.clear()
     _touched.clear()
     _arrays.clear()
+    _documents.clear()
     _modes.clear()
     _mode_names.clear()

@@ -334,7 +334,7 @@ def _equation_style(args) -> str:
 def cmd_derive(args):
     from gdln.derive.latex import derivation_latex
     from gdln.numeric.prediction import TaskPredictions
-    from gdln.verify.reports import derive_report, network_crossovers
+    from gdln.verify.reports import derive_report, derive_summary, network_crossovers
 
     task = _load(args)
     if task.network(args.network).shared:
@@ -342,13 +342,15 @@ def cmd_derive(args):
         return
     models = TaskPredictions(task)
     overrides = _overrides(args)
-    equations = None if args.json else _equation_style(args)
-    summary = not (args.json or args.full)  # the summary leaves out the long texts it does not print
-    report = derive_report(task, args.network, overrides, models, summary=summary, equations=equations)
+    if args.json or args.full:
+        equations = None if args.json else _equation_style(args)
+        report = derive_report(task, args.network, overrides, models, equations=equations)
+    else:  # the summary, kept in the derivation cache
+        report = derive_summary(task, args.network, overrides, models, _equation_style(args))
     if args.latex or args.latex_fragment:
         values = task.values(overrides)
         derivation = models.derivation(args.network)
-        found = network_crossovers(models, derivation.network.name, values)  # cached: the report solved them
+        found = network_crossovers(models, derivation.network.name, values)  # cached if the report solved them
         if args.latex:
             _write(args.latex, derivation_latex(derivation, found, document=True))
         if args.latex_fragment:

@@ -362,3 +362,56 @@ def test_garbled_or_foreign_derivation_entries_are_rebuilt(disk_cache):
     assert cache.flush() == 1 and mode.is_file()
     read(*names)
     assert len(builds) == 3
+
+
+def test_derive_summary_is_read_back_and_a_stale_or_garbled_one_recomputed(capsys, tmp_path, monkeypatch):
+    """``gdln derive``'s summary is kept beside the derivation: a warm run prints it without
+    deriving or printing anything again. A summary file cut short, changed after it was written
+    (still valid JSON), or written for other parameter values is computed again and rewritten:
+    the output stays the cold run's."""
+    from gdln.verify import reports
+
+    monkeypatch.setenv(cache.CACHE_ENV, str(tmp_path))
+    previous = cache.cache_root()
+    cache.clear(tmp_path)
+
+    def derive(*extra):
+        cache._memory.clear()
+        cache._documents.clear()
+        cache._modes.clear()
+        assert main(["derive", str(XOR_SPEC), "--network", "xor", *extra]) == 0
+        return capsys.readouterr().out
+
+    try:
+        cold = derive()
+        (summary,) = (tmp_path / "derivations").glob("*/summary-*.json")
+        written = summary.read_text()
+        recomputed = []
+        original = reports.derive_report
+
+        def counting(*args, **kwargs):
+            recomputed.append(1)
+            return original(*args, **kwargs)
+
+        monkeypatch.setattr(reports, "derive_report", counting)
+        assert derive() == cold and recomputed == []  # read back: nothing derived or printed again
+        summary.write_text(written[: len(written) // 2])
+        assert derive() == cold and len(recomputed) == 1
+        assert summary.read_text() == written  # rewritten whole
+        entry = json.loads(written)
+        entry["content"]["speed"]["value"] = 123.0
+        summary.write_text(json.dumps(entry))
+        assert derive() == cold and len(recomputed) == 2
+        other = derive("--set", "Delta=2")
+        assert other != cold and len(recomputed) == 3
+        (stale,) = set((tmp_path / "derivations").glob("*/summary-*.json")) - {summary}
+        summary.write_text(stale.read_text())  # a summary for Delta = 2 under Delta = 1's name
+        assert derive() == cold and len(recomputed) == 4
+    finally:
+        cache.clear(tmp_path)
+        if previous is None:
+            cache.disable()
+            use_compilation_cache(None)
+        else:
+            cache.enable(previous)
+            use_compilation_cache(previous / "jax")

@@ -5,10 +5,12 @@ Expressions are SymPy ``str()`` text; values are floats at the current parameter
 
 from __future__ import annotations
 
+import hashlib
 import io
 import math
 from collections.abc import Mapping
 from itertools import combinations
+from pathlib import Path
 from typing import Any
 
 import jax.numpy as jnp
@@ -16,6 +18,7 @@ import numpy as np
 import sympy
 from tqdm import tqdm
 
+from gdln.derive import cache
 from gdln.derive.algebraic import as_text, describe
 from gdln.derive.crossover import Crossover
 from gdln.derive.derivation import TIME, NetworkDerivation
@@ -263,7 +266,8 @@ def derive_report(
     loss, speed and crossovers with the task's other networks.
 
     ``summary``: what ``gdln derive`` prints by default, the same keys without the long texts
-    (matrices, each mode's ODE and closed form, couplings' expressions, loss, vectors). ``equations`` (one of :data:`EQUATION_STYLES`): the text of the
+    (matrices, each mode's ODE and closed form, couplings' expressions, loss, vectors; see
+    :func:`derive_summary`). ``equations`` (one of :data:`EQUATION_STYLES`): the text of the
     equations printed, under ``display`` (not part of the JSON)."""
     models = models or TaskPredictions(task)
     values = task.values(overrides)
@@ -322,6 +326,42 @@ def derive_report(
         "speed": _entry(derivation.speed, values),
         "crossovers": found,
     }
+
+
+def derive_summary(
+    task: Task,
+    network: str,
+    overrides: Mapping[str, float] | None = None,
+    models: TaskPredictions | None = None,
+    equations: str = "plain",
+) -> dict:
+    """:func:`derive_report` with ``summary``, kept in the derivation cache (``summary-*.json``
+    beside the derivation, :func:`derive.cache.document`): a warm ``gdln derive`` reads it
+    instead of printing the derivation's expressions again. It is keyed by the derivation and
+    depends on the parameter values, the task's other networks (crossovers), the equations'
+    style, SymPy's version and this module's source."""
+    models = models or TaskPredictions(task)
+    chosen = task.network(network)
+    values = task.values(overrides)
+    depends = "\n".join(
+        [
+            _SOURCE_DIGEST,
+            sympy.__version__,
+            equations,
+            repr(sorted((s.name, float(v).hex()) for s, v in values.items())),
+            *(cache.derivation_key(task, other) for other in task.networks if other.name != chosen.name),
+        ]
+    )
+    return cache.document(
+        cache.derivation_key(task, chosen),
+        "summary",
+        depends,
+        lambda: derive_report(task, chosen.name, overrides, models, summary=True, equations=equations),
+    )
+
+
+#: a digest of this module: reports made by other code are not read back (:func:`derive_summary`)
+_SOURCE_DIGEST = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
 
 
 def staged_report(models: TaskPredictions, name: str, ts, values: Mapping, exact_curve: np.ndarray) -> dict:

@@ -76,28 +76,84 @@ def _is_number(text: str) -> bool:
     return True
 
 
+def _plural(count: int, word: str, plural: str = "") -> str:
+    return f"{count} {word if count == 1 else plural or word + 's'}"
+
+
+def _yes(flag) -> str:
+    return "yes" if flag else "no"
+
+
+def _percent(fraction) -> str:
+    return "never" if fraction is None else f"{100 * fraction:.3g}%"
+
+
+def _parameters_line(parameters: dict) -> None:
+    if parameters:  # nothing to say for a task without parameters
+        print("parameters: " + ", ".join(f"{k} = {v:g}" for k, v in parameters.items()))
+
+
+#: said once under any output that gives an algebraic number by its value
+ALGEBRAIC_NOTE = (
+    "algebraic: an exact number with no radical form, shown by its value; of degree n: a root of an "
+    "irreducible polynomial of degree n over Q (--json gives it exactly)"
+)
+
+
+def _race_rows(report) -> tuple[list[tuple[str, ...]], str | None]:
+    """The race's columns as text, and the speed they share when every network has the same."""
+    networks = report["networks"]
+    shared = networks[0]["speed"] if len({n["speed"]["expr"] for n in networks}) == 1 and len(networks) > 1 else None
+    rows = [("network", *(() if shared else ("speed",)), "t_half", "t_90", "final loss", "dynamics")]
+    for n in networks:
+        speed = () if shared else (_value_text(n["speed"], "s"),)
+        rows.append((n["name"], *speed, _fmt(n["t_half"]), _fmt(n["t_90"]), _percent(n["final_loss"]), n["dynamics"]))
+    return rows, None if shared is None else _value_text(shared, "s")
+
+
 def _render_race(report):
-    print("parameters: " + ", ".join(f"{k} = {v:g}" for k, v in report["parameters"].items()))
+    _parameters_line(report["parameters"])
+    rows, shared = _race_rows(report)
+    if shared:
+        print(f"every network has the same speed (largest singular value s): {shared}")
+    widths = [max(len(row[k]) for row in rows) for k in range(len(rows[0]))]
+    for row in rows:
+        print("  " + "   ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
+    print(
+        f"t_half, t_90: epochs until the loss falls to 50% and 10% of its initial value; final loss: at epoch "
+        f"{report['horizon']:g}, in % of the initial loss"
+    )
     for n in report["networks"]:
-        speed = n["speed"]
-        symbolic = "" if _is_number(speed["expr"]) else f"{speed['expr']} = "
-        print(
-            f"  {n['name']:<16} speed {symbolic}{speed['value']:.6g}   t_half {_fmt(n['t_half'])}   t_90 {_fmt(n['t_90'])}"
-            f"   final loss {n['final_loss']:.3g}   ({n['dynamics']})"
-        )
         if "staged" in n:
             st = n["staged"]
             kind = "closed form" if st["rest_closed_form"] else "reduced flow"
             print(
-                f"    staged ({st['first']} first, the rest on its residual, {kind}): max deviation {st['max_deviation']:.4f}"
+                f"  {n['name']} staged ({st['first']} first, the rest on its residual, {kind}): "
+                f"max deviation {_percent(st['max_deviation'])} of the initial loss"
             )
     print(f"ranking: {', '.join(report['ranking'])}")
     print(f"winner: {report['winner']}")
     for c in report["crossovers"]:
         a, b = c["networks"]
         print(
-            f"crossover {a} / {b}: {c['parameter']}* = {c['expr']} = {c['value']:.6g} (faster below: {c['faster_below']}, above: {c['faster_above']})"
+            f"crossover {a} / {b}: {c['parameter']}* = {_value_text(c)} (faster below: {c['faster_below']}, above: {c['faster_above']})"
         )
+    if _has_algebraic(report):
+        print(ALGEBRAIC_NOTE)
+
+
+def _has_algebraic(report) -> bool:
+    """Whether any value of a report is printed as an algebraic number (``algebraic`` entries)."""
+    if isinstance(report, dict):
+        return "algebraic" in report or any(_has_algebraic(v) for v in report.values())
+    if isinstance(report, list):
+        return any(_has_algebraic(v) for v in report)
+    return False
+
+
+def _indented(text: str, indent: str) -> str:
+    """Every line of ``text`` (a pretty-printed equation has several) behind ``indent``."""
+    return "\n".join(indent + line for line in text.splitlines())
 
 
 def _render_derive_full(report):
@@ -106,61 +162,94 @@ def _render_derive_full(report):
         print(f"  pathway {p['name']} (active on {p['active']})")
         print(f"    Sigma_yx = {p['sigma_yx']}")
         print(f"    Sigma_x  = {p['sigma_x']}")
+        display = p.get("display") or {"odes": [f"da/dt = {r}" for r in p["odes"]], "closed_form": p["closed_form"]}
         for k, (s, d) in enumerate(zip(p["singular_values"], p["input_variances"])):
-            print(f"    mode {k}: s = {s['expr']}, d = {d['expr']}")
-            print(f"      ODE: da/dt = {p['odes'][k]}")
-            if p["closed_form"]:
-                print(f"      a(t) = {p['closed_form'][k]}")
+            print(f"    mode {k}: s = {_value_text(s, 's')}, d = {_value_text(d)}")
+            print(_indented(display["odes"][k], "      "))
+            if display["closed_form"]:
+                print(_indented(display["closed_form"][k], "      "))
     system = report["system"]
     print(f"  reduced system ({system['kind']}): {system['equation']}")
     for c in system["coupling"]:
-        print(f"    C[{c['row']}, {c['column']}] = {c['expr']}")
+        print(f"    C[{c['row']}, {c['column']}] = {_value_text(c)}")
     a = report["assumptions"]
-    print(f"  mutually diagonalisable: {a['mutually_diagonalisable']}; pathways interact: {a['pathways_interact']}")
+    print(
+        f"  mutually diagonalisable: {_yes(a['mutually_diagonalisable'])}; pathways interact: {_yes(a['pathways_interact'])}"
+    )
     for failure in a["failures"]:
         print(f"    {failure}")
     print(f"  loss L(t) = {report['loss']['expr']}")
-    print(f"  speed = {report['speed']['expr']} = {report['speed']['value']:.6g}")
+    print(f"  speed (largest singular value s) = {_value_text(report['speed'], 's')}")
 
 
-def _value_text(entry, kind="", degree=1) -> str:
-    """An exact value as text, or its number and degree when it has no radical form."""
-    if kind == "algebraic" and "CRootOf" in entry["expr"]:
-        return f"{entry['value']:.10g} (algebraic, s^2 of degree {degree})"
+def _value_text(entry, name: str = "") -> str:
+    """An exact value as text; an algebraic number with no radical form (``CRootOf``) as its
+    value, kind and degree (``name``: what the number is, e.g. ``s`` for "s^2 of degree 8")."""
+    algebraic = entry.get("algebraic")
+    if algebraic is not None or "CRootOf" in entry["expr"]:
+        return f"{entry['value']:.10g} ({_algebraic_kind(algebraic, name)})"
     if _is_number(entry["expr"]):
         return entry["expr"]
     return f"{entry['expr']} = {entry['value']:.6g}"
 
 
+def _algebraic_kind(algebraic, name: str = "") -> str:
+    if not algebraic:
+        return "algebraic"
+    degrees = ", ".join(map(str, algebraic["degrees"]))
+    if algebraic["form"] == "root":
+        return f"algebraic of degree {degrees}"
+    if algebraic["form"] == "square root":
+        return f"algebraic, {name + '^2' if name else 'its square'} of degree {degrees}"
+    if len(algebraic["degrees"]) == 1:
+        return f"algebraic, a polynomial in a root of degree {degrees}"
+    return f"algebraic, a polynomial in roots of degrees {degrees}"
+
+
 def _render_derive(report):
     """A summary that fits a screen or two; ``--full`` prints everything."""
-    print(f"network {report['network']}: {len(report['pathways'])} pathway(s)")
+    print(
+        f"network {report['network']}: {_plural(len(report['pathways']), 'pathway')}; each lists its singular "
+        "values s, how many modes share each, and their input variance d"
+    )
+    most = max((c["multiplicity"] for p in report["pathways"] for c in p["classes"]), default=1)
+    width = len(_plural(most, "mode")) + 1
     for p in report["pathways"]:
         rows, cols = p["shape"]
         print(f"  {p['name']}: on {p['gate']}; Sigma_yx {rows}x{cols}, rank {p['rank']}; depth {p['depth']}")
         for c in p["classes"]:
-            d = _value_text(c["d"], c["kind"], c["degree"]).replace(
-                f"algebraic, s^2 of degree {c['degree']}", "algebraic, in Q(s^2)"
-            )
-            print(f"    s = {_value_text(c['s'], c['kind'], c['degree'])}  x{c['multiplicity']}   d = {d}")
+            s = _value_text(c["s"], "s")
+            d = _value_text(c["d"])
+            if c["kind"] == "algebraic" and (c["d"].get("algebraic") or "CRootOf" in c["d"]["expr"]):
+                d = f"{c['d']['value']:.10g} (algebraic, a rational polynomial in s^2)"
+            print(f"    {(_plural(c['multiplicity'], 'mode') + ':').ljust(width)} s = {s}, d = {d}")
     system = report["system"]
     variables = system["variables"]
     a = report["assumptions"]
     if system["kind"] == "groups":
-        print(f"reduced system: {len(variables)} shared trajectories (exact group reduction), {system['equation']}")
+        print(
+            f"reduced system: {_plural(len(variables), 'shared trajectory', 'shared trajectories')} "
+            f"(exact group reduction), {system['equation']}"
+        )
         for v in variables:
-            print(f"  {v['name']}: {v['label']}, {v['multiplicity']} mode(s)")
-            print(f"    {v['ode']}")
-            if v["closed_form"]:
-                print(f"    {v['name']}(t) = {v['closed_form']}")
+            print(f"  {v['name']}: {v['label']}; {_plural(v['multiplicity'], 'mode')} follow it")
+            display = v.get("display") or {
+                "ode": v["ode"],
+                "closed_form": v["closed_form"] and f"{v['name']}(t) = {v['closed_form']}",
+            }
+            print(_indented(display["ode"], "    "))
+            if display["closed_form"]:
+                print(_indented(display["closed_form"], "    "))
     else:
         why = "; ".join(a["shared_basis_failures"] or a["failures"][:1]) or "no shared trajectories"
         print(f"reduced system: one strength per mode ({len(variables)} modes; group reduction not exact: {why})")
         print(
-            f"  {system['equation']}, C with diagonal d and {len(system['coupling'])} non-zero couplings (--full or --json lists them)"
+            f"  {system['equation']}, C with diagonal d and {_plural(len(system['coupling']), 'non-zero coupling')} "
+            "(--full or --json lists them)"
         )
     print(
-        f"mutually diagonalisable: {a['mutually_diagonalisable']}; pathways interact: {a['pathways_interact']}; closed form: {a['closed_form']}"
+        f"mutually diagonalisable: {_yes(a['mutually_diagonalisable'])}; pathways interact: "
+        f"{_yes(a['pathways_interact'])}; closed form: {_yes(a['closed_form'])}"
     )
     for failure in a["failures"][:3]:
         print(f"  {failure}")
@@ -168,22 +257,26 @@ def _render_derive(report):
         print(f"  ... and {len(a['failures']) - 3} more")
     for value in a.get("algebraic_values", []):
         print(
-            f"  {value['pathway']}: {value['modes']} singular value(s) with no radical form (algebraic of degree {value['degree']})"
+            f"  {value['pathway']}: {_plural(value['modes'], 'singular value')} with no radical form "
+            f"(algebraic of degree {value['degree']})"
         )
     if report.get("coupling_numbers"):
         named = report["coupling_numbers"]
         print(
-            f"  {len(named['couplings'])} couplings between such modes are named exact numbers, "
+            f"  {_plural(len(named['couplings']), 'coupling')} between such modes are named exact numbers, "
             f"{named['definition']} (--json lists the vectors)"
         )
-    print(f"groups of symmetric pathways: {a['symmetric_groups']}")
-    print(f"initial loss {_value_text(report['loss']['initial'])}; loss closed form: {report['loss']['closed_form']}")
-    print(f"speed = {_value_text(report['speed'])}")
+    groups = [g for g in a["symmetric_groups"] if len(g) > 1]
+    print("groups of symmetric pathways: " + ("; ".join(" = ".join(g) for g in groups) if groups else "none"))
+    print(
+        f"initial loss {_value_text(report['loss']['initial'])}; loss in closed form: {_yes(report['loss']['closed_form'])}"
+    )
+    print(f"speed (largest singular value s) = {_value_text(report['speed'], 's')}")
     for c in report.get("crossovers", []):
         first, second = c["networks"]
-        print(
-            f"crossover with {second if first == report['network'] else first}: {c['parameter']}* = {c['expr']} = {c['value']:.6g}"
-        )
+        print(f"crossover with {second if first == report['network'] else first}: {c['parameter']}* = {_value_text(c)}")
+    if _has_algebraic(report):
+        print(ALGEBRAIC_NOTE)
 
 
 def _render_simulate(report):
@@ -196,14 +289,22 @@ def _render_simulate(report):
 
 
 def _render_verify(report):
-    print("parameters: " + ", ".join(f"{k} = {v:g}" for k, v in report["parameters"].items()))
+    _parameters_line(report["parameters"])
     print(f"predictions start from: {report['initial_conditions']}; then {report['time_model']}")
     if report.get("alignment"):
         print(f"  alignment phase ends at epochs {report['alignment']['time']}")
-    for n in report["networks"]:
-        print(
-            f"  {n['name']:<16} max deviation {n['max_deviation']:.4f}   t_half predicted {_fmt(n['t_half_predicted'])}   ReLU {_fmt(n['t_half_relu'])}"
-        )
+    rows = [("network", "max deviation", "t_half predicted", "t_half ReLU")]
+    rows += [
+        (n["name"], f"{100 * n['max_deviation']:.2f}%", _fmt(n["t_half_predicted"]), _fmt(n["t_half_relu"]))
+        for n in report["networks"]
+    ]
+    widths = [max(len(row[k]) for row in rows) for k in range(len(rows[0]))]
+    for row in rows:
+        print("  " + "   ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
+    print(
+        "max deviation: the largest gap between a network's predicted loss and the ReLU network's (mean over "
+        "seeds), in % of the initial loss; t_half: epochs until the loss falls to half its initial value"
+    )
     print(f"the ReLU network follows: {report['follows']} (among the spec's networks)")
     census = report.get("census")
     if census:
@@ -219,10 +320,22 @@ def _render_verify(report):
         )
 
 
+def _equation_style(args) -> str:
+    """SymPy's pretty printer on a terminal (unicode where it can be written), else one line of
+    plain text, as with ``--plain``."""
+    if getattr(args, "plain", False) or not sys.stdout.isatty():
+        return "plain"
+    try:
+        "\u239b\u2500".encode(sys.stdout.encoding or "ascii")
+    except (UnicodeEncodeError, LookupError):
+        return "ascii"
+    return "pretty"
+
+
 def cmd_derive(args):
     from gdln.derive.latex import derivation_latex
     from gdln.numeric.prediction import TaskPredictions
-    from gdln.verify.reports import derive_report, network_crossovers
+    from gdln.verify.reports import derive_report, derive_summary, network_crossovers
 
     task = _load(args)
     if task.network(args.network).shared:
@@ -230,11 +343,15 @@ def cmd_derive(args):
         return
     models = TaskPredictions(task)
     overrides = _overrides(args)
-    report = derive_report(task, args.network, overrides, models)
+    if args.json or args.full:
+        equations = None if args.json else _equation_style(args)
+        report = derive_report(task, args.network, overrides, models, equations=equations)
+    else:  # the summary, kept in the derivation cache
+        report = derive_summary(task, args.network, overrides, models, _equation_style(args))
     if args.latex or args.latex_fragment:
         values = task.values(overrides)
         derivation = models.derivation(args.network)
-        found = network_crossovers(models, derivation.network.name, values)  # cached: the report solved them
+        found = network_crossovers(models, derivation.network.name, values)  # cached if the report solved them
         if args.latex:
             _write(args.latex, derivation_latex(derivation, found, document=True))
         if args.latex_fragment:
@@ -317,7 +434,7 @@ def cmd_unique(args):
         raise SpecError(args.spec, "--patterns", "chooses the search's patterns: give --max-pathways too")
 
     def render(report):
-        print(f"{report['automorphisms']} automorphism(s) of the data; candidates: {report['candidates']}")
+        print(f"{_plural(report['automorphisms'], 'automorphism')} of the data; candidates: {report['candidates']}")
         search = report.get("search")
         if search:
             print(
@@ -333,7 +450,17 @@ def cmd_unique(args):
             )
         margin = report["margin"]
         verdict = "unique" if report["unique"] else "not unique"
-        print(f"fastest orbit: {verdict} (margin {_fmt(margin)}, tolerance {report['tolerance']})")
+        orbits = report["orbits"]
+        basis = "t_90" if orbits and orbits[0]["t_90"] is not None else "final loss"
+        if len(orbits) == 1:
+            why = "one orbit"
+        elif margin is None:
+            why = "no finite prediction to compare"
+        else:
+            lead = "only it reaches 10%" if margin == math.inf else f"{100 * margin:.3g}% of its {basis}"
+            why = f"lead over the next orbit: {lead}; unique above {100 * report['tolerance']:g}%"
+        print(f"fastest orbit: {verdict} ({why})")
+        print("t_90: epochs until the loss falls to 10% of its initial value")
 
     _emit(
         unique_report(_load(args), _overrides(args), max_pathways=args.max_pathways, patterns=args.patterns),
@@ -744,6 +871,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--latex-fragment", metavar="FILE", help="write the body alone, to \\input into a paper")
     p.add_argument("--full", action="store_true", help="print every matrix, mode and coupling, not the summary")
+    p.add_argument(
+        "--plain",
+        action="store_true",
+        help="equations as one line of plain text (the default unless stdout is a terminal; there, SymPy's pretty printer)",
+    )
     p.set_defaults(run=cmd_derive)
 
     p = with_spec("race", "rank the candidate networks and find crossovers")

@@ -5,10 +5,12 @@ Expressions are SymPy ``str()`` text; values are floats at the current parameter
 
 from __future__ import annotations
 
+import hashlib
 import io
 import math
 from collections.abc import Mapping
 from itertools import combinations
+from pathlib import Path
 from typing import Any
 
 import jax.numpy as jnp
@@ -16,9 +18,10 @@ import numpy as np
 import sympy
 from tqdm import tqdm
 
-from gdln.derive.algebraic import as_text
+from gdln.derive import cache
+from gdln.derive.algebraic import as_text, describe
 from gdln.derive.crossover import Crossover
-from gdln.derive.derivation import NetworkDerivation
+from gdln.derive.derivation import TIME, NetworkDerivation
 from gdln.derive.errors import SpecError
 from gdln.derive.spec import Network, Task
 from gdln.numeric.alignment import OUTPUT_FRACTION, Alignment, align, aligned_network
@@ -46,7 +49,13 @@ def _number(expr: sympy.Expr, values: Mapping) -> float:
 
 
 def _entry(expr: sympy.Expr, values: Mapping) -> dict:
-    return {"expr": as_text(expr), "value": _number(expr, values)}
+    """An expression's exact text and value; with ``algebraic`` (:func:`derive.algebraic.describe`)
+    when it holds ``CRootOf`` numbers, so that text output can give the value and its kind."""
+    entry = {"expr": as_text(expr), "value": _number(expr, values)}
+    described = describe(expr)
+    if described is not None:
+        entry["algebraic"] = described
+    return entry
 
 
 def _finite_or_none(value: float):
@@ -98,29 +107,80 @@ def _class_entries(derivation, p: int, values: Mapping) -> list[dict]:
     return out
 
 
-def system_report(system, values: Mapping) -> dict:
-    """The reduced system (:class:`derive.derivation.ReducedSystem`) as JSON."""
+def system_report(system, values: Mapping, summary: bool = False, equations: str | None = None) -> dict:
+    """The reduced system (:class:`derive.derivation.ReducedSystem`) as JSON. ``summary``: the
+    ODEs and closed forms only for shared trajectories (``gdln derive`` prints no others), the
+    couplings by position, no loss. ``equations``: also their text in that style
+    (:func:`equation_text`), as ``display``."""
     closed = system.closed_forms
-    return {
+    written = not summary or system.kind == "groups"
+    variables = []
+    for i, (x, label, m, depth, s) in enumerate(
+        zip(system.variables, system.labels, system.multiplicities, system.depths, system.singular_values)
+    ):
+        variable = {
+            "name": x.name,
+            "label": label,
+            "multiplicity": m,
+            "depth": depth,
+            "s": _entry(s, values),
+            "d": _entry(system.coupling[i, i], values),
+        }
+        if written:
+            variable["ode"] = as_text(system.odes[i])
+            variable["closed_form"] = None if closed is None else as_text(closed[i])
+        if written and equations is not None:
+            function = sympy.Function(x.name)(TIME)
+            variable["display"] = {
+                "ode": equation_text(sympy.Derivative(function, TIME), system.rates[i], equations),
+                "closed_form": None if closed is None else equation_text(function, closed[i], equations),
+            }
+        variables.append(variable)
+    report = {
         "kind": system.kind,
         "equation": "tau dx_i/dt = D x_i^(2-2/D) (s_i - sum_j C_ij x_j)",
-        "variables": [
-            {
-                "name": x.name,
-                "label": label,
-                "multiplicity": m,
-                "depth": depth,
-                "s": _entry(s, values),
-                "d": _entry(system.coupling[i, i], values),
-                "ode": as_text(system.odes[i]),
-                "closed_form": None if closed is None else as_text(closed[i]),
-            }
-            for i, (x, label, m, depth, s) in enumerate(
-                zip(system.variables, system.labels, system.multiplicities, system.depths, system.singular_values)
-            )
+        "variables": variables,
+        "coupling": [
+            {"row": i, "column": j} if summary else {"row": i, "column": j, **_entry(c, values)}
+            for i, j, c in system.nonzero_couplings
         ],
-        "coupling": [{"row": i, "column": j, **_entry(c, values)} for i, j, c in system.nonzero_couplings],
-        "loss": as_text(system.loss),
+    }
+    if not summary:
+        report["loss"] = as_text(system.loss)
+    return report
+
+
+#: the styles of :func:`equation_text`
+EQUATION_STYLES = ("plain", "pretty", "ascii")
+
+
+def equation_text(lhs: sympy.Expr, rhs: sympy.Expr, style: str) -> str:
+    """``lhs = rhs`` for a terminal: ``"plain"`` one line of SymPy's text (a derivative written
+    ``dx/dt``), ``"pretty"`` SymPy's pretty printer in unicode, ``"ascii"`` the same in ASCII
+    (several lines). Algebraic numbers with no radical form appear as their value with its kind
+    (:func:`root_names`), never as their ``CRootOf`` polynomial."""
+    names = root_names(rhs)
+    rhs = rhs.xreplace({root: symbol for root, (symbol, _) in names.items()}) if names else rhs
+    if style == "plain":
+        if isinstance(lhs, sympy.Derivative):
+            (variable, _), *_ = lhs.variable_count
+            lhs_text = f"d{lhs.expr.func}/d{variable}"
+        else:
+            lhs_text = as_text(lhs)
+        text = f"{lhs_text} = {as_text(rhs)}"
+    else:
+        text = sympy.pretty(sympy.Eq(lhs, rhs, evaluate=False), use_unicode=style == "pretty", wrap_line=False)
+    legend = [f"{symbol} = {note}" for symbol, note in names.values()]
+    return text + ("\n  where " + "; ".join(legend) if legend else "")
+
+
+def root_names(expr: sympy.Expr) -> dict:
+    """Each ``CRootOf`` number of ``expr`` with a symbol ``r1, r2, ...`` that stands for it in
+    text, and what to say of it: its value, that it is algebraic, its degree."""
+    roots = sorted(sympy.sympify(expr).atoms(sympy.CRootOf), key=lambda r: float(r))
+    return {
+        root: (sympy.Symbol(f"r{k + 1}"), f"{float(root):.10g} (algebraic of degree {root.poly.degree()})")
+        for k, root in enumerate(roots)
     }
 
 
@@ -128,10 +188,10 @@ def system_report(system, values: Mapping) -> dict:
 COUPLING_NUMBER_DEFINITION = "c(k, l) = (u_k^T E_p^T E_q u_l) (v_l^T Sigma_x(q, p) v_k) / (n_k s_k n_l s_l)"
 
 
-def coupling_number_entries(derivation: NetworkDerivation, values: Mapping) -> dict | None:
+def coupling_number_entries(derivation: NetworkDerivation, values: Mapping, summary: bool = False) -> dict | None:
     """The named couplings of a derivation with their definition: each coupling's two modes and
     value, and the exact unnormalised vectors ``u, v``, norm factor ``n`` and ``s`` of every
-    mode they involve, written once (``None`` when there are none)."""
+    mode they involve, written once (``None`` when there are none; ``summary``: no vectors)."""
     numbers = derivation.coupling_numbers
     if not numbers:
         return None
@@ -141,7 +201,7 @@ def coupling_number_entries(derivation: NetworkDerivation, values: Mapping) -> d
     def mode_of(k):
         return [names[refs[k].pathway], refs[k].mode]
 
-    return {
+    entries = {
         "definition": COUPLING_NUMBER_DEFINITION,
         "couplings": [
             {
@@ -152,6 +212,11 @@ def coupling_number_entries(derivation: NetworkDerivation, values: Mapping) -> d
             }
             for c in numbers
         ],
+    }
+    if summary:
+        return entries
+    return {
+        **entries,
         "mode_vectors": [
             {
                 "index": k,
@@ -190,11 +255,21 @@ def _crossover_entries(found: list[Crossover], values: Mapping) -> list[dict]:
 
 
 def derive_report(
-    task: Task, network: str, overrides: Mapping[str, float] | None = None, models: TaskPredictions | None = None
+    task: Task,
+    network: str,
+    overrides: Mapping[str, float] | None = None,
+    models: TaskPredictions | None = None,
+    summary: bool = False,
+    equations: str | None = None,
 ) -> dict:
     """The derivation of one network: effective datasets, modes and their classes, the reduced
     system (group variables where the group reduction is exact, modes otherwise), assumptions,
-    loss, speed and crossovers with the task's other networks."""
+    loss, speed and crossovers with the task's other networks.
+
+    ``summary``: what ``gdln derive`` prints by default, the same keys without the long texts
+    (matrices, each mode's ODE and closed form, couplings' expressions, loss, vectors; see
+    :func:`derive_summary`). ``equations`` (one of :data:`EQUATION_STYLES`): the text of the
+    equations printed, under ``display`` (not part of the JSON)."""
     models = models or TaskPredictions(task)
     values = task.values(overrides)
     derivation = models.derivation(task.network(network).name)
@@ -203,41 +278,91 @@ def derive_report(
     position = 0
     for p, pathway_derivation in enumerate(derivation.pathways):
         count = len(pathway_derivation.modes)
-        pathways.append(
-            {
-                "name": pathway_derivation.name,
-                "active": list(pathway_derivation.pathway.active),
-                "gate": gate_description(task, pathway_derivation.pathway.active),
-                "shape": list(pathway_derivation.sigma_yx.shape),
-                "rank": count,
-                "depth": pathway_derivation.pathway.depth,
+        entry = {
+            "name": pathway_derivation.name,
+            "active": list(pathway_derivation.pathway.active),
+            "gate": gate_description(task, pathway_derivation.pathway.active),
+            "shape": list(pathway_derivation.sigma_yx.shape),
+            "rank": count,
+            "depth": pathway_derivation.pathway.depth,
+            "classes": _class_entries(derivation, p, values),
+        }
+        if not summary:
+            rates = derivation.rates[position : position + count]
+            closed_forms = None if closed is None else closed[position : position + count]
+            entry |= {
                 "sigma_yx": as_text(pathway_derivation.sigma_yx),
                 "sigma_x": as_text(pathway_derivation.sigma_x),
-                "classes": _class_entries(derivation, p, values),
                 "singular_values": [_entry(m.s, values) for m in pathway_derivation.modes],
                 "input_variances": [_entry(m.d, values) for m in pathway_derivation.modes],
-                "odes": [as_text(r) for r in derivation.rates[position : position + count]],
-                "closed_form": None if closed is None else [as_text(c) for c in closed[position : position + count]],
+                "odes": [as_text(r) for r in rates],
+                "closed_form": None if closed_forms is None else [as_text(c) for c in closed_forms],
             }
-        )
+            if equations is not None:
+                strengths = [sympy.Function(a.name)(TIME) for a in pathway_derivation.strengths]
+                entry["display"] = {
+                    "odes": [equation_text(sympy.Derivative(a, TIME), r, equations) for a, r in zip(strengths, rates)],
+                    "closed_form": None
+                    if closed_forms is None
+                    else [equation_text(a, c, equations) for a, c in zip(strengths, closed_forms)],
+                }
+        pathways.append(entry)
         position += count
-    loss = derivation.loss if derivation.loss is not None else derivation.loss_in_strengths
     found = _crossover_entries(network_crossovers(models, derivation.network.name, values), values)
+    named = coupling_number_entries(derivation, values, summary)
+    loss = {"closed_form": derivation.loss is not None, "initial": _entry(derivation.initial_loss, values)}
+    if not summary:
+        loss = {
+            "expr": as_text(derivation.loss if derivation.loss is not None else derivation.loss_in_strengths),
+            **loss,
+        }
     return {
         "network": derivation.network.name,
         "parameters": {s.name: v for s, v in values.items()},
         "pathways": pathways,
-        "system": system_report(derivation.reduced_system, values),
+        "system": system_report(derivation.reduced_system, values, summary, equations),
         "assumptions": derivation.assumptions,
-        **({"coupling_numbers": named} if (named := coupling_number_entries(derivation, values)) else {}),
-        "loss": {
-            "expr": as_text(loss),
-            "closed_form": derivation.loss is not None,
-            "initial": _entry(derivation.initial_loss, values),
-        },
+        **({"coupling_numbers": named} if named else {}),
+        "loss": loss,
         "speed": _entry(derivation.speed, values),
         "crossovers": found,
     }
+
+
+def derive_summary(
+    task: Task,
+    network: str,
+    overrides: Mapping[str, float] | None = None,
+    models: TaskPredictions | None = None,
+    equations: str = "plain",
+) -> dict:
+    """:func:`derive_report` with ``summary``, kept in the derivation cache (``summary-*.json``
+    beside the derivation, :func:`derive.cache.document`): a warm ``gdln derive`` reads it
+    instead of printing the derivation's expressions again. It is keyed by the derivation and
+    depends on the parameter values, the task's other networks (crossovers), the equations'
+    style, SymPy's version and this module's source."""
+    models = models or TaskPredictions(task)
+    chosen = task.network(network)
+    values = task.values(overrides)
+    depends = "\n".join(
+        [
+            _SOURCE_DIGEST,
+            sympy.__version__,
+            equations,
+            repr(sorted((s.name, float(v).hex()) for s, v in values.items())),
+            *(cache.derivation_key(task, other) for other in task.networks if other.name != chosen.name),
+        ]
+    )
+    return cache.document(
+        cache.derivation_key(task, chosen),
+        "summary",
+        depends,
+        lambda: derive_report(task, chosen.name, overrides, models, summary=True, equations=equations),
+    )
+
+
+#: a digest of this module: reports made by other code are not read back (:func:`derive_summary`)
+_SOURCE_DIGEST = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
 
 
 def staged_report(models: TaskPredictions, name: str, ts, values: Mapping, exact_curve: np.ndarray) -> dict:

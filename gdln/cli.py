@@ -532,7 +532,14 @@ def _render_sweep(report):
         print(f"  {what}: {shares}")
     for crossover in report["crossovers"]:
         first, second = crossover["networks"]
-        print(f"  derived crossover of {first} and {second}: {crossover['parameter']} = {crossover['expr']}")
+        value = (
+            _value_text(crossover)
+            if crossover.get("value") is not None
+            else f"{crossover['expr']}, along {crossover['curve']['along']}"
+            if "curve" in crossover
+            else crossover["expr"]
+        )
+        print(f"  derived crossover of {first} and {second}: {crossover['parameter']}* = {value}")
     agreement = report["agreement"]
     if agreement["checked"]:
         checked = agreement["checked"]

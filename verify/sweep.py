@@ -30,6 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 import sympy
 
+from gdln.derive.algebraic import as_text
 from gdln.derive.errors import SpecError
 from gdln.derive.expressions import EvaluationError, evaluate
 from gdln.derive.spec import Task, task_from_dict
@@ -346,7 +347,7 @@ def _crossover_curves(models: TaskPredictions, axes: Sequence[Axis], overrides) 
                 entry: dict[str, Any] = {
                     "networks": [first, second],
                     "parameter": crossover.parameter.name,
-                    "expr": str(crossover.expr),
+                    "expr": as_text(crossover.expr),
                     "latex": f"{sympy.latex(crossover.parameter)} = {sympy.latex(crossover.expr)}",
                     "faster_below": crossover.faster_below,
                     "faster_above": crossover.faster_above,

@@ -556,9 +556,8 @@ def _render_sweep(report):
     if report["invalid_points"]:
         print(f"  {len(report['invalid_points'])} points with data that are not finite (null in --json)")
     timing = report["timing"]
-    print(
-        f"  seconds: theory {timing['theory_s']:.2f}, alignment-seeded race {timing['aligned_s']:.2f}, training {timing['training_s']:.2f}"
-    )
+    trained = f", training {timing['training_s']:.2f}" if agreement["checked"] else ""
+    print(f"  seconds: theory {timing['theory_s']:.2f}, alignment-seeded race {timing['aligned_s']:.2f}{trained}")
 
 
 def _render_graph_verify(report):

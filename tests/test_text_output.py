@@ -11,7 +11,8 @@ import re
 import pytest
 import sympy
 
-from gdln.cli import _equation_style, main
+from gdln.cli import main
+from gdln.commands.derive import _equation_style
 from gdln.derive.expressions import parse_expression
 from gdln.derive.modes import vanishes
 from gdln.derive.spec import load_spec
@@ -147,7 +148,7 @@ def test_derive_pretty_prints_equations_on_a_terminal(capsys, monkeypatch):
     assert _equation_style(argparse.Namespace(plain=False)) == "ascii"
     monkeypatch.undo()
     assert _equation_style(argparse.Namespace(plain=False)) == "plain"  # captured: not a terminal
-    monkeypatch.setattr("gdln.cli._equation_style", lambda args: "pretty")
+    monkeypatch.setattr("gdln.commands.derive._equation_style", lambda args: "pretty")
     assert main(["derive", str(XOR_SPEC), "--network", "xor"]) == 0
     text = capsys.readouterr().out
     system = TaskPredictions(load_spec(XOR_SPEC)).derivation("xor").reduced_system

@@ -14,6 +14,8 @@ compares like with like:
   growth exponent;
 - the derivation cache: ``gdln derive`` on Section 4's ``common+2`` in a fresh process, cold
   (empty cache) and warm (target: under 5 s warm);
+- phase diagrams: ``gdln sweep``'s theory over a grid against training
+  (:mod:`bench.bench_sweep`);
 - figures: ``gdln figures --quick`` end to end.
 
 Speed targets live here, not in the tests.
@@ -35,6 +37,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from bench.bench_race import timed  # best of a few runs, blocked until ready
+from bench.bench_sweep import print_sweep, sweep_benchmarks
 from gdln.derive.cache import CACHE_ENV
 from gdln.numeric.precision import use_x64
 
@@ -228,6 +231,7 @@ def main(argv=None) -> int:
         "theory_against_training": theory_against_training(),
         "derivation_scaling": derivation_scaling(args.quick),
         "derive_cache": derive_process_times(),
+        "sweep": sweep_benchmarks(args.quick),
     }
     if not args.quick:
         report["figures"] = figures()
@@ -278,6 +282,7 @@ def main(argv=None) -> int:
         f"gdln derive {dc['spec']} --network {dc['network']}, fresh process: cold {dc['cold_s']:.1f} s, "
         f"warm {dc['warm_s']:.2f} s [warm under 5 s]"
     )
+    print_sweep(report["sweep"])
     if "figures" in report:
         print(f"gdln figures --quick: {report['figures']['figures_quick_seconds']:.0f} s")
     return 0

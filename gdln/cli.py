@@ -16,6 +16,7 @@ from gdln.derive import cache
 from gdln.derive.errors import GdlnError, SpecError
 from gdln.derive.expressions import EvaluationError, evaluate, parse_expression
 from gdln.derive.spec import MAX_EPOCHS, MAX_SEEDS
+from gdln.derive.tasks import STRUCTURES
 from gdln.numeric.precision import use_compilation_cache, use_x64
 from gdln.verify.checks import GdlnWarning
 from gdln.verify.files import check_writable, finite_json, write_atomic
@@ -500,6 +501,65 @@ def cmd_verify(args):
     _emit(report, args.json, _render_verify)
 
 
+def cmd_sweep(args):
+    from gdln.verify.sweep import parse_axis, sweep_report
+
+    task = _load(args)
+    axes = [parse_axis(text, task) for text in args.grid]
+    if args.check < 0:
+        raise SpecError("--check", str(args.check), "must be 0 or a positive number of points")
+    if args.plot:
+        check_writable(args.plot, "--plot")
+    report = sweep_report(task, axes, _overrides(args), check=args.check)
+    if args.plot:
+        from gdln.figures.sweep_figure import write_sweep_figure
+
+        write_sweep_figure(report, args.plot)
+    _emit(report, args.json, _render_sweep)
+
+
+def _render_sweep(report):
+    axes = " x ".join(f"{a['name']} ({len(a['values'])}{' log' if a['log'] else ''})" for a in report["axes"])
+    points = report["points"]
+    print(f"grid: {axes}, {len(points)} points")
+    names = [n["name"] for n in points[0]["networks"]]
+    for key, what in (("winner", "width-seeded race"), ("aligned_winner", "alignment-seeded race")):
+        counts = {name: sum(p[key] == name for p in points) for name in names}
+        if key == "aligned_winner" and not any(counts.values()):
+            print(f"  {what}: not computed (a candidate is not a set of balanced depth-2 modes)")
+            continue
+        shares = ", ".join(f"{name} at {count} point{'s' if count != 1 else ''}" for name, count in counts.items())
+        print(f"  {what}: {shares}")
+    for crossover in report["crossovers"]:
+        first, second = crossover["networks"]
+        value = (
+            _value_text(crossover)
+            if crossover.get("value") is not None
+            else f"{crossover['expr']}, along {crossover['curve']['along']}"
+            if "curve" in crossover
+            else crossover["expr"]
+        )
+        print(f"  derived crossover of {first} and {second}: {crossover['parameter']}* = {value}")
+    agreement = report["agreement"]
+    if agreement["checked"]:
+        checked = agreement["checked"]
+        print(
+            f"  trained at {checked} point{'s' if checked != 1 else ''}: the width-seeded winner is followed at "
+            f"{agreement['agree']}, the alignment-seeded winner at {agreement['aligned_agree']}"
+        )
+        holds = sum(
+            p["checked"]["max_deviation"] is not None and p["checked"]["max_deviation"] <= report["validity"]
+            for p in points
+            if p["checked"]
+        )
+        print(f"  the followed network stays within {report['validity']:.0%} of the initial loss at {holds} of them")
+    if report["invalid_points"]:
+        print(f"  {len(report['invalid_points'])} points with data that are not finite (null in --json)")
+    timing = report["timing"]
+    trained = f", training {timing['training_s']:.2f}" if agreement["checked"] else ""
+    print(f"  seconds: theory {timing['theory_s']:.2f}, alignment-seeded race {timing['aligned_s']:.2f}{trained}")
+
+
 def _render_graph_verify(report):
     print(f"{report['seeds']} seed(s), {report['epochs']} epochs, learning rate {report['learning_rate']:g}")
     for n in report["networks"]:
@@ -751,11 +811,57 @@ def cmd_task(args):
     sys.stdout.write(to_toml(spec))
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("gdln")
+    except PackageNotFoundError:  # run from a checkout that is not installed
+        return "unknown"
+
+
+def _example_specs() -> dict:
+    """The shipped example specs by name (file name without ``.toml``)."""
+    from importlib.resources import files
+
+    return {
+        entry.name.removesuffix(".toml"): entry
+        for entry in files("gdln.examples").iterdir()
+        if entry.name.endswith(".toml")
+    }
+
+
+def cmd_examples(args):
+    import tomllib
+
+    specs = _example_specs()
+    if args.name is None:
+        width = max(len(name) for name in specs)
+        for name, entry in sorted(specs.items()):
+            title = tomllib.loads(entry.read_text(encoding="utf-8")).get("title", "")
+            print(f"{name:<{width}}  {title}")
+        print("write one with: gdln examples NAME --out NAME.toml")
+        return
+    if args.name not in specs:
+        raise SpecError("examples", args.name, f"no such example (shipped: {', '.join(sorted(specs))})")
+    text = specs[args.name].read_text(encoding="utf-8")
+    if args.out:
+        write_atomic(args.out, text.encode("utf-8"), "--out")
+    else:
+        sys.stdout.write(text)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="gdln", description="Exact learning dynamics of gated deep linear networks and ReLU networks."
     )
+    parser.add_argument("--version", action="version", version=f"gdln {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    p = sub.add_parser("examples", help="list the example specs shipped with gdln, or write one")
+    p.add_argument("name", nargs="?", help="the example to write (default: list them)")
+    p.add_argument("--out", metavar="FILE", help="write the example to FILE instead of stdout")
+    p.set_defaults(run=cmd_examples)
 
     def with_spec(name, help_text):
         p = sub.add_parser(name, help=help_text)
@@ -765,7 +871,7 @@ def build_parser() -> argparse.ArgumentParser:
         return p
 
     p = with_spec("derive", "effective datasets, modes, ODEs, closed forms and loss of one network")
-    p.add_argument("--network", required=True)
+    p.add_argument("--network", required=True, help="the candidate network to derive (a [[network]] name in the spec)")
     p.add_argument(
         "--latex", metavar="FILE", help="write the derivation as a complete LaTeX document (pdflatex, amsmath)"
     )
@@ -788,6 +894,18 @@ def build_parser() -> argparse.ArgumentParser:
         "--strict", action="store_true", help="treat warnings (e.g. a learning rate that diverges) as errors"
     )
     p.set_defaults(run=cmd_race)
+
+    p = with_spec("sweep", "the race over a grid of parameters (phase diagram), optionally checked by training")
+    p.add_argument(
+        "--grid",
+        action="append",
+        required=True,
+        metavar="NAME=START:STOP:NUM[:log]",
+        help="an axis: a spec parameter or init_scale, learning_rate, hidden_units (once or twice)",
+    )
+    p.add_argument("--check", type=int, default=0, metavar="N", help="train ReLU networks at N grid points (default 0)")
+    p.add_argument("--plot", metavar="FILE.png", help="write the phase diagram")
+    p.set_defaults(run=cmd_sweep)
 
     p = with_spec("union", "train every candidate pathway together (exact reduced flow): which ones grow")
     p.add_argument("--epochs", type=int, help="horizon (default: the spec's training.epochs)")
@@ -825,7 +943,7 @@ def build_parser() -> argparse.ArgumentParser:
                 help="what the ReLU network trains in (float32 follows float64 to 1e-4 of the initial loss; README)",
             )
         p.add_argument("--seeds", type=int, help="number of seeds (0, 1, ...)")
-        p.add_argument("--epochs", type=int)
+        p.add_argument("--epochs", type=int, help="training epochs (default: the spec's training.epochs)")
         p.add_argument(
             "--strict", action="store_true", help="treat warnings (e.g. a learning rate that diverges) as errors"
         )
@@ -857,7 +975,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(run=cmd_find_gates)
 
     p = with_spec("realizable", "can one ReLU unit without bias be on exactly at these datapoints?")
-    p.add_argument("--pattern", required=True, metavar="I,J,...")
+    p.add_argument(
+        "--pattern", required=True, metavar="I,J,...", help="datapoint indices (from 0) on which the gate is on"
+    )
     p.set_defaults(run=cmd_realizable)
 
     p = with_spec("lemma", "enumerate and classify every realizable gate pattern (<= 16 datapoints)")
@@ -865,10 +985,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(run=cmd_lemma)
 
     p = sub.add_parser("task", help="write a task spec (TOML) to stdout")
-    p.add_argument("kind", choices=["context", "routing", "digits"])
+    p.add_argument("kind", choices=["context", "routing", "digits"], help="which task to write")
     p.add_argument("--items", type=int, help="items (routing: default 4, a power of two)")
     p.add_argument("--contexts", type=int, help="context: number of contexts")
-    p.add_argument("--blocks", help="context: one structure per context: hierarchy, ring, cross")
+    p.add_argument("--blocks", help=f"context: one structure per context, comma-separated: {', '.join(STRUCTURES)}")
     p.add_argument("--candidates", help="context: context-subsets lists the candidate networks common+j")
     p.add_argument("--domains", type=int, help="routing: number of input (and output) domains M")
     p.add_argument("--trained", type=int, help="routing: output domains trained per input domain K")
@@ -886,8 +1006,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--trained", help="K values, comma-separated (default 1..M-1)")
     p.add_argument("--init-scales", help="init scales, comma-separated")
     p.add_argument("--scale-trained", type=int, help="K of the init-scale sweep (default M // 2)")
-    p.add_argument("--seeds", type=int)
-    p.add_argument("--epochs", type=int)
+    p.add_argument("--seeds", type=int, help="seeds per point (default: the task's)")
+    p.add_argument("--epochs", type=int, help="training epochs (default: the task's)")
     p.add_argument(
         "--data",
         choices=["hierarchy", "digits"],

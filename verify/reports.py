@@ -39,6 +39,7 @@ from gdln.numeric.sharding import device_count
 from gdln.numeric.training import gdln_layout, initial_relu_weights, train_gdln, train_relu
 
 from .checks import check_training_size, check_values
+from .display import RaceReport, VerifyReport
 from .files import write_atomic
 from .representations import gate_census, hidden_layers, mds_comparison
 
@@ -474,14 +475,16 @@ def race_report(
         winner = None  # none reaches 10% within the horizon and the best losses there are equal (e.g. both still 1.0)
     pairs = combinations(derivations, 2)
     found = _crossover_entries([c for a, b in pairs for c in models.crossovers(a, b, values)], values)
-    return {
-        "parameters": {s.name: v for s, v in values.items()},
-        "horizon": horizon,
-        "networks": networks,
-        "ranking": ranking,
-        "winner": winner,
-        "crossovers": found,
-    }
+    return RaceReport(
+        {
+            "parameters": {s.name: v for s, v in values.items()},
+            "horizon": horizon,
+            "networks": networks,
+            "ranking": ranking,
+            "winner": winner,
+            "crossovers": found,
+        }
+    )
 
 
 def _settings(task: Task, seeds: int | None, epochs: int | None):
@@ -711,6 +714,34 @@ def check_prediction_models(task: Task, initial_conditions: str, time_model: str
     return time_model
 
 
+def followed_candidate(networks: list[dict]) -> tuple[str | None, list[str]]:
+    """Verify's rule: the candidate the ReLU network follows is the one with the smallest largest
+    deviation (to 4 decimals of the initial loss), then the smallest mean deviation; candidates
+    from the alignment phase itself and non-finite deviations never count. ``None``, with a
+    note, when none is finite or the two best are the same curve."""
+    notes: list[str] = []
+    # a candidate whose deviation is not finite can never be the one followed (min() would let a NaN win)
+    candidates = [
+        n
+        for n in networks
+        if math.isfinite(n["max_deviation"]) and math.isfinite(n["mean_deviation"]) and not n["from_alignment"]
+    ]
+    ranked = sorted(candidates, key=lambda n: (round(n["max_deviation"], 4), n["mean_deviation"]))
+    follows = ranked[0]["name"] if ranked else None
+    if follows is None:
+        notes.append("no candidate's deviation from the ReLU network is finite: none is followed")
+    elif len(ranked) > 1 and all(
+        abs(ranked[0][k] - ranked[1][k]) <= 1e-12 * max(1.0, abs(ranked[0][k]))
+        for k in ("max_deviation", "mean_deviation")
+    ):
+        # e.g. every alignment phase still running at the horizon: the predictions are the same curve
+        notes.append(
+            f"{ranked[0]['name']} and {ranked[1]['name']} are predicted the same curve within the horizon: none is followed"
+        )
+        follows = None
+    return follows, notes
+
+
 def verify_report(
     task: Task,
     overrides=None,
@@ -782,34 +813,19 @@ def verify_report(
     notes += [
         note for name, curve in predictions.items() if (note := divergence_note(f"prediction of {name}", ts, curve))
     ]
-    # a candidate whose deviation is not finite can never be the one followed (min() would let a NaN win)
-    candidates = [
-        n
-        for n in networks
-        if math.isfinite(n["max_deviation"]) and math.isfinite(n["mean_deviation"]) and not n["from_alignment"]
-    ]
-    ranked = sorted(candidates, key=lambda n: (round(n["max_deviation"], 4), n["mean_deviation"]))
-    follows = ranked[0]["name"] if ranked else None
-    if follows is None:
-        notes.append("no candidate's deviation from the ReLU network is finite: none is followed")
-    elif len(ranked) > 1 and all(
-        abs(ranked[0][k] - ranked[1][k]) <= 1e-12 * max(1.0, abs(ranked[0][k]))
-        for k in ("max_deviation", "mean_deviation")
-    ):
-        # e.g. every alignment phase still running at the horizon: the predictions are the same curve
-        notes.append(
-            f"{ranked[0]['name']} and {ranked[1]['name']} are predicted the same curve within the horizon: none is followed"
-        )
-        follows = None
-    report: dict[str, Any] = {
-        "parameters": {s.name: v for s, v in values.items()},
-        "seeds": training.seeds,
-        "epochs": training.epochs,
-        "initial_conditions": initial_conditions,
-        "time_model": time_model,
-        "follows": follows,
-        "networks": networks,
-    }
+    follows, follow_notes = followed_candidate(networks)
+    notes += follow_notes
+    report: dict[str, Any] = VerifyReport(
+        {
+            "parameters": {s.name: v for s, v in values.items()},
+            "seeds": training.seeds,
+            "epochs": training.epochs,
+            "initial_conditions": initial_conditions,
+            "time_model": time_model,
+            "follows": follows,
+            "networks": networks,
+        }
+    )
     if alignment is not None:
         report["alignment"] = alignment_entry(alignment, [*task.networks, *extra])
     if notes:

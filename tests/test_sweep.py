@@ -1,0 +1,151 @@
+"""``gdln sweep``: identities first (the batched pieces against their one-point originals), then
+the sweep against ``race``/``verify`` at the same points, then bad input."""
+
+import json
+
+import numpy as np
+import pytest
+
+from gdln.cli import main
+from gdln.derive.spec import load_spec
+from gdln.numeric.training import initial_relu_weights, train_relu, train_relu_points
+from gdln.verify.reports import race_report, verify_report
+from gdln.verify.sweep import check_points, parse_axis, sweep_report
+
+from .conftest import ROOT, XOR_SPEC
+
+#: the sweep's crossing times against race's, both solved on the same dynamics to ~1e-13
+CROSSING_RTOL = 1e-6
+
+
+@pytest.fixture(scope="module")
+def xor():
+    return load_spec(XOR_SPEC)
+
+
+def test_batched_training_is_train_relu(xor):
+    """Runs that differ in data, init scale and step train as train_relu trains each alone."""
+    from gdln.numeric.prediction import TaskPredictions
+
+    models = TaskPredictions(xor)
+    points = [(0.5, 1e-3, 0.01), (2.0, 1e-2, 0.02)]
+    w1, w2 = (np.asarray(w) for w in initial_relu_weights(16, 3, 1, 1.0, range(2)))
+    inputs, targets, w1s, w2s, rates, expected = [], [], [], [], [], []
+    for delta, scale, rate in points:
+        x, y = (np.asarray(a) for a in models.dataset([delta]))
+        run = train_relu(x, y, 16, scale, rate, 300, range(2))
+        expected.append(np.asarray(run.losses))
+        for seed in range(2):
+            inputs.append(x)
+            targets.append(y)
+            w1s.append(scale * w1[seed])
+            w2s.append(scale * w2[seed])
+            rates.append(rate)
+    got = train_relu_points(np.stack(inputs), np.stack(targets), np.stack(w1s), np.stack(w2s), np.array(rates), 300)
+    np.testing.assert_allclose(got, np.concatenate(expected), rtol=1e-12, atol=0)
+
+
+def test_sweep_crossings_are_the_race_at_each_point(xor):
+    axes = [parse_axis("Delta=0.5:3:4", xor), parse_axis("init_scale=1e-6:1e-2:3:log", xor)]
+    report = sweep_report(xor, axes)
+    assert len(report["points"]) == 12
+    for point in report["points"][::5]:
+        trained = xor.with_training(init_scale=point["values"]["init_scale"])
+        race = race_report(trained, {"Delta": point["values"]["Delta"]})
+        assert point["winner"] == race["winner"]
+        for mine, theirs in zip(point["networks"], race["networks"]):
+            assert mine["name"] == theirs["name"]
+            for key in ("t_half", "t_90"):
+                assert mine[key] == pytest.approx(theirs[key], rel=CROSSING_RTOL)
+            assert mine["final_loss"] == pytest.approx(theirs["final_loss"], abs=1e-12)
+
+
+def test_width_seeded_xor_boundary_is_the_derived_delta_star(xor):
+    """THEORY section 9: on XoR the width-seeded race switches exactly at Delta* at every init."""
+    axes = [parse_axis("Delta=1.5:1.8:13", xor), parse_axis("init_scale=1e-6:1e-2:3:log", xor)]
+    report = sweep_report(xor, axes)
+    (crossover,) = report["crossovers"]
+    delta_star = crossover["value"]
+    assert delta_star == pytest.approx(2 * np.sqrt(6) / 3, rel=1e-12)
+    for point in report["points"]:
+        expected = "xor" if point["values"]["Delta"] < delta_star else "linear"
+        assert point["winner"] == expected
+
+
+def test_check_points_reach_the_boundary():
+    labels = np.array([0, 0, 0, 1, 1, 1, 1, 1] * 8)  # 8 x 8 grid, boundary between columns 2 and 3
+    chosen = check_points(labels, (8, 8), 6, np.ones(64, dtype=bool))
+    assert len(chosen) == 6
+    near = [i for i in chosen if i % 8 in (2, 3)]
+    assert len(near) >= 3
+
+
+@pytest.mark.slow
+def test_aligned_race_and_check_are_verify_at_the_point(xor):
+    """At a checked point the sweep's alignment-seeded t_half is verify's predicted t_half, and the
+    candidate it says the trained network follows is verify's."""
+    # init scales share one phase per seed, scaled (numeric.alignment.run_phase): not the smallest too
+    axes = [parse_axis("Delta=1.0:1.9:2", xor), parse_axis("init_scale=1e-5:1e-3:2:log", xor)]
+    report = sweep_report(xor, axes, check=4)
+    for point in report["points"]:
+        trained = xor.with_training(init_scale=point["values"]["init_scale"])
+        verified = verify_report(trained, {"Delta": point["values"]["Delta"]}, representations=False)
+        by_name = {n["name"]: n for n in verified["networks"]}
+        for entry in point["networks"]:
+            assert entry["aligned_t_half"] == pytest.approx(by_name[entry["name"]]["t_half_predicted"], rel=1e-9)
+        assert point["checked"]["follows"] == verified["follows"]
+        assert point["checked"]["max_deviation"] == pytest.approx(
+            by_name[verified["follows"]]["max_deviation"], rel=1e-6
+        )
+
+
+@pytest.mark.slow
+def test_section4_sweep_crossings_are_the_race():
+    task = load_spec(ROOT / "examples" / "section4_context.toml")
+    axes = [parse_axis("init_scale=1e-5:1e-3:2:log", task)]
+    report = sweep_report(task, axes)
+    for point in report["points"]:
+        race = race_report(task.with_training(init_scale=point["values"]["init_scale"]))
+        for mine, theirs in zip(point["networks"], race["networks"]):
+            assert mine["t_90"] == pytest.approx(theirs["t_90"], rel=CROSSING_RTOL)
+
+
+def test_sweep_cli_json_and_plot(tmp_path, capsys):
+    plot = tmp_path / "phase.png"
+    argv = ["sweep", str(XOR_SPEC), "--grid", "Delta=0.5:3:5", "--grid", "init_scale=1e-4:1e-2:3:log"]
+    assert main([*argv, "--plot", str(plot), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert [a["name"] for a in report["axes"]] == ["Delta", "init_scale"]
+    assert report["axes"][1]["log"] is True
+    assert {p["winner"] for p in report["points"]} == {"xor", "linear"}
+    assert all(p["checked"] is None for p in report["points"])
+    assert report["timing"]["training_s"] == 0.0
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize(
+    "grids",
+    [
+        ["Gamma=1:2:3"],
+        ["Delta=1:2"],
+        ["Delta=a:2:3"],
+        ["Delta=1:2:0"],
+        ["Delta=1:2:100000"],
+        ["Delta=2:1:3"],
+        ["init_scale=0:1e-2:3:log"],
+        ["Delta=1:2:3:lin"],
+        ["Delta=1:2:3", "Delta=1:3:3"],
+        ["Delta=1:2:3", "init_scale=1e-3:1e-2:3", "learning_rate=0.01:0.02:2"],
+        ["Delta=1:2:256", "init_scale=1e-3:1e-2:256"],
+        ["Delta=nan:2:3"],
+    ],
+)
+def test_bad_grids_are_one_line_errors(grids, capsys):
+    argv = ["sweep", str(XOR_SPEC)]
+    for grid in grids:
+        argv += ["--grid", grid]
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("gdln: error:"), lines

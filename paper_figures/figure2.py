@@ -17,7 +17,6 @@ import numpy as np
 # Figures are built on matplotlib's object API (Figure, no pyplot): no global backend is
 # chosen or needed here, and nothing is left open in pyplot's figure manager.
 from matplotlib.figure import Figure
-from tqdm import tqdm
 
 from gdln.derive.spec import task_from_dict
 from gdln.derive.tasks import xor_task
@@ -25,6 +24,7 @@ from gdln.numeric.initial_conditions import WEIGHTS
 from gdln.numeric.prediction import GRADIENT_FLOW, TaskPredictions
 from gdln.numeric.race import crossing_time
 from gdln.verify.files import save_figure
+from gdln.verify.progress import progress
 from gdln.verify.reports import candidate_predictions, epoch_grid, predicted_relu_curves, relu_alignment, train_network
 
 COLOURS = {"relu": "tab:red", "linear": "tab:blue", "xor": "tab:orange"}
@@ -49,7 +49,7 @@ def figure2(out: Path, quick: bool = False) -> Path:
     present_times: dict[str, list[float]] = {"linear": [], "xor": []}
     curves: dict = {}
     predictors = candidate_predictions(models)
-    for delta in tqdm(sorted(set(deltas) | set(curve_deltas)), desc="figure 2", disable=None):
+    for delta in progress(sorted(set(deltas) | set(curve_deltas)), "figure 2: Delta", label=lambda d: f"{d:g}"):
         run, values, training = train_network(task, "relu", {"Delta": float(delta)}, seeds=seeds, models=models)
         losses = np.asarray(run.losses)
         alignment = relu_alignment(models, run.initial, values, training)

@@ -16,7 +16,6 @@ from typing import Any
 import jax.numpy as jnp
 import numpy as np
 import sympy
-from tqdm import tqdm
 
 from gdln.derive import cache
 from gdln.derive.algebraic import as_text, describe
@@ -41,6 +40,7 @@ from gdln.numeric.training import gdln_layout, initial_relu_weights, train_gdln,
 from .checks import check_training_size, check_values
 from .display import RaceReport, VerifyReport
 from .files import write_atomic
+from .progress import Stages, plural, progress
 from .representations import gate_census, hidden_layers, mds_comparison
 
 
@@ -400,7 +400,7 @@ def flow_race(
     values = check_values(task, overrides, models)
     vector, training = _vector(task, values), task.training
     entries = {}
-    for network in tqdm(task.networks, desc="race", disable=None, leave=False):
+    for network in progress(task.networks, "race", label=lambda network: network.name):
         prediction = Prediction(models.derivation(network.name), kind=REDUCED_FLOW)
         result = prediction.race(training.init_scale, training.tau, vector, training.epochs)
         entries[network.name] = {
@@ -437,7 +437,7 @@ def race_report(
     horizon = training.epochs
     derivations = {n.name: models.derivation(n.name) for n in task.networks}
     networks = []
-    for name, derivation in tqdm(derivations.items(), desc="race", disable=None, leave=False):
+    for name, derivation in progress(derivations.items(), "race", label=lambda item: item[0]):
         # crossings solved on the dynamics themselves, no sampling grid (numeric.race.RaceResult)
         prediction = models.prediction(name)
         result = prediction.race(training.init_scale, training.tau, vector, horizon)
@@ -774,10 +774,13 @@ def verify_report(
     ts = epoch_grid(training.epochs, stride)
     alignment: Alignment | None = None
     extra: tuple[Network, ...] = ()
+    step = Stages("verify", 2 + (initial_conditions == ALIGNMENT) + (task.contexts is not None))
     if initial_conditions == ALIGNMENT:
+        step("alignment phase of the ReLU runs")
         alignment = relu_alignment(models, initial, values, training)
         extra = (aligned_candidate(models, alignment),)
     # the predictions are made from the initial weights alone, before the network is trained
+    step("predictions from the initial weights")
     predictors = candidate_predictions(models, extra)
     predictions = predicted_relu_curves(
         models,
@@ -790,6 +793,7 @@ def verify_report(
         time_model=time_model,
         alignment=alignment,
     )
+    step(f"training the ReLU network ({plural(training.seeds, 'seed')})")
     run, _, _ = train_network(task, "relu", overrides, seeds, epochs, models)
     relu = np.mean(np.asarray(run.losses), axis=0)[::stride]
     from_alignment = {n.name for n in extra}
@@ -831,9 +835,11 @@ def verify_report(
     if notes:
         report["notes"] = notes
     if task.contexts is not None:
+        step("census of the hidden units, and the followed candidate's representations")
         inputs, _ = models.dataset(_vector(task, values))
         report["census"] = gate_census(task, inputs, *run.final)
         if representations and follows is not None:
             reln, _, _ = train_network(task, follows, overrides, 1, epochs, models)
             report["mds"] = {"network": follows, **mds_comparison(*hidden_layers(task, run, reln, follows, inputs))}
+    step.close()
     return report

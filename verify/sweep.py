@@ -47,6 +47,7 @@ from gdln.numeric.training import initial_relu_weights, train_relu_points
 
 from .checks import check_training_size, check_values
 from .display import SweepReport
+from .progress import Stages, plural
 from .reports import (
     _finite_or_none,
     candidate_predictions,
@@ -397,16 +398,19 @@ def sweep_report(
     aligned_available = True
     aligned_seconds = 0.0
     groups: dict[int, TaskPredictions] = {}
-    for width in np.unique(grid.hidden_units):
+    widths = [w for w in np.unique(grid.hidden_units) if np.any((grid.hidden_units == w) & ok)]
+    step = Stages("sweep", 2 * len(widths) + bool(check))
+    for width in widths:
         rows = np.flatnonzero((grid.hidden_units == width) & ok)
-        if not len(rows):
-            continue
+        at = f" ({width} hidden units)" if len(widths) > 1 else ""
+        step(f"width-seeded race at {plural(len(rows), 'point')}{at}")
         models_here = base if width == task.training.hidden_units else TaskPredictions(_task_with_width(task, width))
         groups[int(width)] = models_here
         races = _width_race(models_here, grid, rows)
         for k, name in enumerate(names):
             t_half[rows, k], t_90[rows, k] = races[name].crossings[:, 0], races[name].crossings[:, 1]
             final[rows, k] = races[name].final_loss
+        step(f"alignment-seeded race at {plural(len(rows), 'point')}{at}")
         aligned_start = time.perf_counter()
         found = _aligned_race(models_here, grid, rows, (inputs, targets))
         aligned_seconds += time.perf_counter() - aligned_start
@@ -451,8 +455,10 @@ def sweep_report(
         if not aligned_available:
             labels = np.array([names.index(p["winner"]) if p["winner"] in names else -1 for p in points])
         chosen = check_points(labels, grid.shape, check, ok)
+        step(f"training at {plural(len(chosen), 'checked point')}")
         training_seconds, per_run = _check(groups, task, grid, chosen, points, inputs, targets)
 
+    step.close()
     checked = [p for p in points if p["checked"] is not None and p["checked"]["follows"] is not None]
     disagree = [
         i

@@ -197,5 +197,5 @@ def find_gates_report(
     network = networks[chosen]
     report["network"] = network.name
     where = ", ".join(f"{s.name} = {v:g}" for s, v in values.items()) or "no parameters"
-    comment = f"gates found by k-means with k = {chosen} ({where}; {training.seeds} seed(s)), from gdln find-gates"
+    comment = f"gates found by k-means with k = {chosen} ({where}; {training.seeds} seed{'' if training.seeds == 1 else 's'}), from gdln find-gates"
     return report, network_toml(network, comment)

@@ -693,7 +693,7 @@ def align_report(task: Task, overrides=None, seeds: int | None = None) -> tuple[
     report.update(alignment_entry(alignment, [*task.networks, network]))
     report["network"] = network.name
     where = ", ".join(f"{s.name} = {v:g}" for s, v in values.items()) or "no parameters"
-    comment = f"settled gate patterns of the alignment phase ({where}; {training.seeds} seed(s)), from gdln align"
+    comment = f"settled gate patterns of the alignment phase ({where}; {training.seeds} seed{'' if training.seeds == 1 else 's'}), from gdln align"
     return report, network_toml(network, comment)
 
 

@@ -10,6 +10,7 @@ from ._common import (
     _emit,
     _load,
     _overrides,
+    _plural,
     with_spec,
 )
 
@@ -47,10 +48,10 @@ def cmd_find_gates(args):
 
 def _render_find_gates(report):
     print(
-        f"{report['seeds']} training(s), {len(report['snapshots'])} snapshots, {report['distinct_rows']} distinct rows"
+        f"{_plural(report['seeds'], 'training run')}, {len(report['snapshots'])} snapshots, {report['distinct_rows']} distinct rows"
     )
     for entry in report["clusters"]:
-        print(f"  k = {entry['k']}: {entry['pathways']} pathway(s), mse {entry['mse']:.3g}")
+        print(f"  k = {entry['k']}: {_plural(entry['pathways'], 'pathway')}, mse {entry['mse']:.3g}")
         for pattern in entry["patterns"]:
             gates = "".join(str(g) for g in pattern["gates"])
             mark = {True: "", False: "  (not realizable by one ReLU unit)", None: "  (empty)"}[pattern["realizable"]]

@@ -10,6 +10,7 @@ from ._common import (
     _load,
     _overrides,
     _parameters_line,
+    _plural,
     with_spec,
 )
 
@@ -18,8 +19,8 @@ TIME_FLAGS = {"descent": "gradient descent", "flow": "gradient flow"}
 
 def _render_simulate(report):
     print(
-        f"model {report['model']}, {report['seeds']} seed(s), {report['epochs']} epochs, {report['dtype']}, "
-        f"{report['devices']} device(s)"
+        f"model {report['model']}, {_plural(report['seeds'], 'seed')}, {report['epochs']} epochs, {report['dtype']}, "
+        f"{_plural(report['devices'], 'device')}"
     )
     for k, (h, n, f) in enumerate(zip(report["t_half"], report["t_90"], report["loss_final"])):
         print(f"  seed {k}: t_half {_fmt(h)}  t_90 {_fmt(n)}  final loss {f:.3g}")
@@ -90,7 +91,7 @@ def cmd_verify(args):
 
 
 def _render_graph_verify(report):
-    print(f"{report['seeds']} seed(s), {report['epochs']} epochs, learning rate {report['learning_rate']:g}")
+    print(f"{_plural(report['seeds'], 'seed')}, {report['epochs']} epochs, learning rate {report['learning_rate']:g}")
     for n in report["networks"]:
         random = ", ".join(f"{d:.3f}" for d in n["max_deviation"])
         print(

@@ -8,6 +8,7 @@ from gdln.derive.errors import SpecError
 
 from ._common import (
     _emit,
+    _plural,
 )
 
 
@@ -49,7 +50,7 @@ def cmd_zero_shot(args):
 
     def render(r):
         print(
-            f"{r['network']} on the routing task ({r['data']}), M = {r['domains']}, {r['seeds']} seed(s): "
+            f"{r['network']} on the routing task ({r['data']}), M = {r['domains']}, {_plural(r['seeds'], 'seed')}: "
             "loss / zero-output loss"
         )
         for e in r["by_trained"]:

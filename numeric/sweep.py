@@ -7,6 +7,10 @@ is asked once for the whole batch (leading axis: grid points, or grid points tim
   (:func:`numeric.race.log_mode_strength`) are evaluated at every point at once and each
   crossing is bisected on them to the last bit, so a point's ``t_half`` and ``t_90`` are those
   of :meth:`numeric.race.CompiledNetwork.race` (brentq on the same function).
+- :func:`ode_race_points`: the width-seeded race of a network without closed forms (the race
+  ODE or the exact reduced flow): every point's ODE in one batched solve
+  (:func:`numeric.batched_race.ode_races`), crossings solved on fresh solves as
+  :func:`numeric.race.ode_race` solves them.
 - :func:`align_points`: the alignment phase (:mod:`numeric.alignment`) of every point's ReLU
   runs from their initial weights, no training.
 - :func:`aligned_mode_seeds_batch` and :func:`aligned_descent_curves`: each candidate from the
@@ -27,8 +31,10 @@ import numpy as np
 from gdln.derive.spec import Network
 
 from .alignment import OUTPUT_FRACTION, phase_ends, run_phase
+from .batched_race import ode_races
 from .prediction import balanced_descent_step
 from .race import CompiledNetwork, log_mode_strength
+from .reduced_flow import ReducedFlow
 from .types import ArrayLike, Float
 
 #: bisection steps of a crossing time on ``[0, horizon]``: 2^-64 of the horizon is below
@@ -108,6 +114,33 @@ def closed_form_race(
     bad = ~(np.isfinite(initial) & (initial > 0) & np.isfinite(final))
     crossings[bad] = np.nan
     final[bad] = np.nan
+    return BatchedRace(initial, crossings, final)
+
+
+def ode_race_points(
+    engine: CompiledNetwork | ReducedFlow,
+    values: Float[ArrayLike, "points parameters"],
+    log_a0: Float[ArrayLike, "points seeds"],
+    tau: Float[ArrayLike, " points"],
+    horizon: float,
+    fractions=(0.5, 0.1),
+) -> BatchedRace:
+    """``engine.race`` (the race ODE of a :class:`numeric.race.CompiledNetwork` without closed
+    forms, or a :class:`numeric.reduced_flow.ReducedFlow`) at every point, its ODEs solved in one
+    batched solve (:func:`numeric.batched_race.ode_races`). A flow still in its linear phase at the
+    horizon needs no solve: those points are ``engine.race`` itself."""
+    values, log_a0, tau = (np.asarray(x, dtype=np.float64) for x in (values, log_a0, tau))
+    count = len(tau)
+    problems = [engine.race_ode(log_a0[k], float(tau[k]), values[k]) for k in range(count)]
+    initial, crossings, final = np.empty(count), np.full((count, len(fractions)), np.nan), np.full(count, np.nan)
+    solved = [k for k in range(count) if problems[k].t0 < horizon]
+    for k in sorted(set(range(count)) - set(solved)):
+        result = engine.race(log_a0[k], float(tau[k]), values[k], horizon, fractions)
+        initial[k], final[k] = result.initial_loss, result.final_loss
+        crossings[k] = [np.nan if c is None else c for c in (result.crossings[f] for f in fractions)]
+    if solved:
+        batch = ode_races([problems[k] for k in solved], fractions, horizon)
+        initial[solved], crossings[solved], final[solved] = batch.initial_loss, batch.crossings, batch.final_loss
     return BatchedRace(initial, crossings, final)
 
 

@@ -2,12 +2,13 @@
 the sweep against ``race``/``verify`` at the same points, then bad input."""
 
 import json
+import tomllib
 
 import numpy as np
 import pytest
 
 from gdln.cli import main
-from gdln.derive.spec import load_spec
+from gdln.derive.spec import load_spec, task_from_dict
 from gdln.numeric.training import initial_relu_weights, train_relu, train_relu_points
 from gdln.verify.reports import race_report, verify_report
 from gdln.verify.sweep import check_points, parse_axis, sweep_report
@@ -16,6 +17,9 @@ from .conftest import ROOT, XOR_SPEC
 
 #: the sweep's crossing times against race's, both solved on the same dynamics to ~1e-13
 CROSSING_RTOL = 1e-6
+#: the sweep's final loss against race's: a race that settles stops within SETTLED_TOLERANCE (1e-10)
+#: of the initial loss above the least loss, the sweep at the first such step, race at a segment's end
+FINAL_ATOL = 1e-9
 
 
 @pytest.fixture(scope="module")
@@ -99,15 +103,100 @@ def test_aligned_race_and_check_are_verify_at_the_point(xor):
         )
 
 
+def _same_race(point: dict, race: dict) -> None:
+    """The sweep's entries at a point are race's at that point: winner, crossings, final loss."""
+    assert point["winner"] == race["winner"]
+    for mine, theirs in zip(point["networks"], race["networks"], strict=True):
+        assert mine["name"] == theirs["name"]
+        for key in ("t_half", "t_90"):
+            assert (mine[key] is None) == (theirs[key] is None), (key, mine, theirs)
+            if theirs[key] is not None:
+                assert mine[key] == pytest.approx(theirs[key], rel=CROSSING_RTOL)
+        assert mine["final_loss"] == pytest.approx(theirs["final_loss"], rel=CROSSING_RTOL, abs=FINAL_ATOL)
+
+
+@pytest.fixture(scope="module")
+def ode_task():
+    """XoR data and two candidates without closed forms: XoR's pathways two hidden layers deep
+    (the race ODE), and an always-on pathway with one on datapoints 0 and 3 (the reduced flow)."""
+    from gdln.numeric.prediction import TaskPredictions
+
+    with open(XOR_SPEC, "rb") as handle:
+        document = tomllib.load(handle)
+    deep = next(n for n in document["network"] if n["name"] == "xor")
+    deep["name"] = "deep"
+    for pathway in deep["pathway"]:
+        pathway["hidden_layers"] = 2
+    document["network"] = [deep, {"name": "overlap", "pathway": [{"name": "all"}, {"name": "pos", "active": [0, 3]}]}]
+    task = task_from_dict(document, "<odes>")
+    models = TaskPredictions(task)
+    assert [models.prediction(n).kind for n in ("deep", "overlap")] == ["race ODE", "reduced flow"]
+    return task, models
+
+
+def test_ode_sweep_is_the_race_at_each_point(ode_task):
+    """The batched solve of race ODEs and reduced flows gives race's answers at every point: init
+    scales from a plain start to seeds below float range (the flow's linear phase, past the
+    horizon at 1e-100), at two values of Delta."""
+    task, models = ode_task
+    axes = [parse_axis("Delta=0.5:2:2", task), parse_axis("init_scale=1e-100:1e-2:4:log", task)]
+    report = sweep_report(task, axes, models=models)
+    assert report["seeds"]["aligned"] is None  # deep pathways: no alignment-seeded race
+    for point in report["points"]:
+        trained = task.with_training(init_scale=point["values"]["init_scale"])
+        _same_race(point, race_report(trained, {"Delta": point["values"]["Delta"]}, models=models))
+
+
+def test_batched_ode_crossings_ignore_the_horizon(ode_task):
+    """As race's: the steps do not depend on the horizon, so neither do the crossings; a horizon
+    of 1e8 epochs ends once the loss has settled."""
+    from gdln.numeric.sweep import ode_race_points
+
+    _, models = ode_task
+    for name in ("deep", "overlap"):
+        prediction = models.prediction(name)
+        scales = np.array([1e-2, 1e-4])
+        logs = np.stack([np.asarray(prediction.log_initial_strengths(s)) for s in scales])
+        values, tau = np.array([[1.0], [1.5]]), np.array([100.0, 50.0])
+        short, long = (ode_race_points(prediction.engine, values, logs, tau, h) for h in (12000, 10**8))
+        within = np.isfinite(short.crossings)  # null: after 12000 epochs
+        assert within.any() and np.all(np.isfinite(long.crossings)) and np.all(long.crossings[~within] > 12000)
+        np.testing.assert_array_equal(short.crossings[within], long.crossings[within])
+        assert np.all(long.final_loss < 1e-9)
+
+
+def test_batched_race_stops_as_race_does(ode_task):
+    """A point that runs out of steps stops there, its crossings after it unknown and its final
+    loss read there; a point whose initial loss is not positive has no race; neither changes
+    what the other points of its batch compute."""
+    from dataclasses import replace
+
+    from gdln.numeric.batched_race import ode_races
+
+    _, models = ode_task
+    prediction = models.prediction("overlap")
+    problems = [
+        prediction.flow.race_ode(np.asarray(prediction.log_initial_strengths(s)), 100.0, [1.0]) for s in (1e-2, 1e-4)
+    ]
+    whole = ode_races(problems, (0.5, 0.1), 12000)
+    assert np.all(np.isnan(whole.stopped_at)) and np.all(np.isfinite(whole.crossings))
+    short = ode_races(problems, (0.5, 0.1), 12000, budget=20)
+    np.testing.assert_array_equal(short.steps, [20, 20])
+    assert np.all(short.stopped_at < whole.crossings[:, 0]) and np.all(np.isnan(short.crossings))
+    assert np.all((short.final_loss > 0.5) & (short.final_loss <= 1.0))
+    mixed = ode_races([problems[0], replace(problems[1], initial_loss=0.0)], (0.5, 0.1), 12000)
+    np.testing.assert_array_equal(mixed.crossings[0], whole.crossings[0])
+    assert mixed.final_loss[0] == whole.final_loss[0]
+    assert np.all(np.isnan(mixed.crossings[1])) and np.isnan(mixed.final_loss[1])
+
+
 @pytest.mark.slow
 def test_section4_sweep_crossings_are_the_race():
     task = load_spec(ROOT / "examples" / "section4_context.toml")
     axes = [parse_axis("init_scale=1e-5:1e-3:2:log", task)]
     report = sweep_report(task, axes)
     for point in report["points"]:
-        race = race_report(task.with_training(init_scale=point["values"]["init_scale"]))
-        for mine, theirs in zip(point["networks"], race["networks"]):
-            assert mine["t_90"] == pytest.approx(theirs["t_90"], rel=CROSSING_RTOL)
+        _same_race(point, race_report(task.with_training(init_scale=point["values"]["init_scale"])))
 
 
 def test_sweep_cli_json_and_plot(tmp_path, capsys):

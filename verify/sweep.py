@@ -42,6 +42,7 @@ from gdln.numeric.sweep import (
     aligned_mode_seeds_batch,
     closed_form_race,
     mode_vectors,
+    ode_race_points,
 )
 from gdln.numeric.training import initial_relu_weights, train_relu_points
 
@@ -190,7 +191,7 @@ def _finite_points(models: TaskPredictions, grid: _Grid) -> tuple[np.ndarray, np
 
 def _width_race(models: TaskPredictions, grid: _Grid, rows: np.ndarray) -> dict[str, BatchedRace]:
     """Every candidate's width-seeded race at the points ``rows``: closed forms at all points in
-    one program; race ODEs and reduced flows point by point (their solves are not batched)."""
+    one program; race ODEs and reduced flows in one batched solve per network."""
     task, training = models.task, models.task.training
     found = {}
     for network in task.networks:
@@ -203,12 +204,9 @@ def _width_race(models: TaskPredictions, grid: _Grid, rows: np.ndarray) -> dict[
                 prediction.compiled, grid.values[rows], logs, tau, training.epochs, FRACTIONS
             )
             continue
-        initial, crossings, final = np.empty(len(rows)), np.empty((len(rows), len(FRACTIONS))), np.empty(len(rows))
-        for k, row in enumerate(rows):
-            result = prediction.engine.race(logs[k], float(tau[k]), grid.values[row], training.epochs, FRACTIONS)
-            initial[k], final[k] = result.initial_loss, result.final_loss
-            crossings[k] = [math.nan if c is None else c for c in (result.crossings[f] for f in FRACTIONS)]
-        found[network.name] = BatchedRace(initial, crossings, final)
+        found[network.name] = ode_race_points(
+            prediction.engine, grid.values[rows], logs, tau, training.epochs, FRACTIONS
+        )
     return found
 
 

@@ -128,8 +128,8 @@ def _folder(key: str) -> Path | None:
 
 def derivation(key: str, build: Callable[[], Any]) -> Any:
     """The derivation with ``key``: from this process, else from disk, else ``build()``."""
-    _touched.add(key)
     if key in _memory:
+        _touched.add(key)
         return _memory[key]
     folder = _folder(key)
     found = None
@@ -147,6 +147,7 @@ def derivation(key: str, build: Callable[[], Any]) -> Any:
         found = build()
     found.cache_key = key
     _memory[key] = found
+    _touched.add(key)  # only once built: a build that raised leaves nothing for flush() to write
     return found
 
 

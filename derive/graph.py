@@ -18,10 +18,11 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING, Any
 
 from .errors import SpecError
+from .limits import MAX_EDGES, MAX_GATE_VALUES, MAX_HIDDEN_LAYERS, MAX_NODES, MAX_PATHS, MAX_UNITS
 
 if TYPE_CHECKING:
     from .spec import Pathway
@@ -30,9 +31,6 @@ NODE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_+\-.]*")
 NODE_KEYS = {"name", "size", "inputs", "outputs", "active", "gate", "when"}
 EDGE_KEYS = {"source", "target", "active", "gate", "when"}
 GATE_KEYS = ("active", "gate", "when")
-MAX_NODES = 1000
-MAX_EDGES = 10_000
-MAX_PATHS = 1000  # per network, the limit on pathways of the module form
 
 
 #: a gate rule: on where every named label takes one of its values
@@ -74,7 +72,9 @@ def gate_at(active: tuple[int, ...], when: Rule | None, num_datapoints: int, lab
     ``None`` when the gate was a table that says nothing about other datapoints."""
     count = len(next(iter(labels.values()))) if labels else 0
     if when is not None:
-        return tuple(float(all(labels[label][n] in values for label, values in when)) for n in range(count))
+        # sets: a rule may list many values, and is evaluated at every datapoint
+        rule = [(labels[label], frozenset(values)) for label, values in when]
+        return tuple(float(all(column[n] in values for column, values in rule)) for n in range(count))
     if len(active) == num_datapoints:
         return (1.0,) * count
     return None
@@ -128,6 +128,12 @@ class Graph:
         return max(len(path.edges) for path in self.paths)
 
 
+@lru_cache(maxsize=8)
+def _everywhere(num_datapoints: int) -> tuple[int, ...]:
+    """The gate of a node or edge that is always on: one tuple shared by all of them."""
+    return tuple(range(num_datapoints))
+
+
 def read_rule(raw: Mapping[str, Any]) -> Rule | None:
     """The ``when`` rule of a node or edge that :func:`read_gate` has accepted, as a tuple."""
     if "when" not in raw:
@@ -143,7 +149,7 @@ def read_gate(raw: Mapping[str, Any], num_datapoints: int, labels: Mapping[str, 
     if len(given) > 1:
         raise SpecError(source, f"{prefix}.{given[1]}", f"give one of active, gate and when, not {' and '.join(given)}")
     if not given:
-        return tuple(range(num_datapoints))
+        return _everywhere(num_datapoints)
     key = f"{prefix}.{given[0]}"
     value = raw[given[0]]
     if given[0] == "active":
@@ -193,6 +199,7 @@ def read_graph(
             raise SpecError(source, f"network[{name}].{key}", f"a graph needs at least one [[network.{key}]]")
         if len(raw) > limit:
             raise SpecError(source, f"network[{name}].{key}", f"{len(raw)} {key}s; the limit is {limit}")
+    check_gate_values(len(raw_nodes) + len(raw_edges), num_datapoints, f"network[{name}].edge", "nodes + edges", source)
     nodes: dict[str, Node] = {}
     for k, raw in enumerate(raw_nodes):
         prefix = f"network[{name}].node[{k}]"
@@ -201,6 +208,7 @@ def read_graph(
             raise SpecError(source, f"{prefix}.name", f"duplicate node name {nodes_entry.name!r}")
         nodes[nodes_entry.name] = nodes_entry
     edges: list[Edge] = []
+    ends_seen: set[tuple[str, str]] = set()
     for k, raw in enumerate(raw_edges):
         prefix = f"network[{name}].edge[{k}]"
         if not isinstance(raw, Mapping):
@@ -224,13 +232,21 @@ def read_graph(
         if end_node.role == "input":
             raise SpecError(source, f"{prefix}.target", f"{end_node.name!r} is an input node: it has no incoming edges")
         edge = Edge(start.name, end_node.name, read_gate(raw, num_datapoints, labels, source, prefix), read_rule(raw))
-        if any(e.source == edge.source and e.target == edge.target for e in edges):
+        if (edge.source, edge.target) in ends_seen:
             raise SpecError(source, prefix, f"duplicate edge {edge.name}")
+        ends_seen.add((edge.source, edge.target))
         edges.append(edge)
     order = _topological_order(nodes, edges, name, source)
     edges.sort(key=lambda e: (order[e.source], order[e.target]))
-    paths = _paths(nodes, edges, name, source)
-    return Graph(nodes=tuple(nodes.values()), edges=tuple(edges), paths=paths)
+    paths = _paths(nodes, edges, order, num_datapoints, name, source)
+    graph = Graph(nodes=tuple(nodes.values()), edges=tuple(edges), paths=paths)
+    if graph.private_chains:
+        # a set of modules: its chains in the order the spec lists their first hidden nodes, as the
+        # module form lists its pathways (the walk above goes input node by input node)
+        position = {node: k for k, node in enumerate(nodes)}
+        chains = tuple(sorted(paths, key=lambda path: position[path.nodes[1]]))
+        graph = Graph(nodes=graph.nodes, edges=graph.edges, paths=chains)
+    return graph
 
 
 def _node(raw, prefix, num_datapoints, num_inputs, num_outputs, labels, source) -> Node:
@@ -257,6 +273,8 @@ def _node(raw, prefix, num_datapoints, num_inputs, num_outputs, labels, source) 
         raise SpecError(source, f"{prefix}.size", f"hidden node {node_name!r} needs a size (number of units)")
     if isinstance(size, bool) or not isinstance(size, int) or size < 1:
         raise SpecError(source, f"{prefix}.size", f"expected a positive number of units, got {size!r}")
+    if size > MAX_UNITS:  # as a pathway's units
+        raise SpecError(source, f"{prefix}.size", f"{size} is above the limit of {MAX_UNITS}")
     if features and size != len(features):
         raise SpecError(source, f"{prefix}.size", f"{size}, but the node holds {len(features)} features")
     return Node(node_name, size, role, features, read_gate(raw, num_datapoints, labels, source, prefix), read_rule(raw))
@@ -268,6 +286,7 @@ def index_list(value, bound, source, key, what):
     if not isinstance(value, list) or not value:
         raise SpecError(source, key, f"expected a non-empty list of {what} indices")
     indices = []
+    seen = set()  # long lists (one entry per datapoint): a set, not a scan of the list
     for i, index in enumerate(value):
         if isinstance(index, bool) or not isinstance(index, int):
             raise SpecError(source, f"{key}[{i}]", f"expected an integer index, got {index!r}")
@@ -275,8 +294,9 @@ def index_list(value, bound, source, key, what):
             raise SpecError(
                 source, f"{key}[{i}]", f"index {index} out of range: there are {bound} {what}s (0..{bound - 1})"
             )
-        if index in indices:
+        if index in seen:
             raise SpecError(source, f"{key}[{i}]", f"index {index} repeated")
+        seen.add(index)
         indices.append(index)
     return tuple(indices)
 
@@ -319,42 +339,88 @@ def _a_cycle(successors: dict[str, list[str]]) -> list[str]:
         walk.append(following)
 
 
-def _paths(nodes: dict[str, Node], edges: list[Edge], name: str, source: str) -> tuple[Path, ...]:
+def check_gate_values(count: int, num_datapoints: int, key: str, what: str, source: str) -> None:
+    """Refuse a network whose ``count`` gates (``what``: pathways, or nodes, edges and paths) hold
+    more than MAX_GATE_VALUES values, one per datapoint each."""
+    if count * num_datapoints > MAX_GATE_VALUES:
+        raise SpecError(
+            source,
+            key,
+            f"({what}) x datapoints = {count} x {num_datapoints} gate values, above the limit of {MAX_GATE_VALUES:g}",
+        )
+
+
+def _paths(
+    nodes: dict[str, Node], edges: list[Edge], order: dict[str, int], num_datapoints: int, name: str, source: str
+) -> tuple[Path, ...]:
+    """Every path from an input node to an output node, after the checks that need no walk: every
+    node and edge lies on a path, no path has more than MAX_HIDDEN_LAYERS hidden nodes, and there
+    are at most MAX_PATHS paths (counted, not walked: a graph of n diamonds has 2^n paths)."""
     outgoing: dict[str, list[int]] = {n: [] for n in nodes}
+    incoming: dict[str, list[int]] = {n: [] for n in nodes}
     for e, edge in enumerate(edges):
         outgoing[edge.source].append(e)
-    found: list[Path] = []
-
-    def walk(node: str, taken: tuple[int, ...], on: frozenset[int]):
-        if nodes[node].role == "output":
-            if len(found) >= MAX_PATHS:
-                raise SpecError(
-                    source, f"network[{name}].edge", f"more than {MAX_PATHS} paths; the limit is {MAX_PATHS}"
-                )
-            found.append(Path(taken, (*(edges[e].source for e in taken), node), tuple(sorted(on))))
-            return
-        for e in outgoing[node]:
-            edge = edges[e]
-            walk(edge.target, (*taken, e), on & set(edge.active) & set(nodes[edge.target].active))
-
+        incoming[edge.target].append(e)
+    forward = sorted(nodes, key=order.__getitem__)
+    # a node is on a path when an input node reaches it and it reaches an output node
+    reached = {n: nodes[n].role == "input" for n in nodes}
+    for n in forward:
+        reached[n] = reached[n] or any(reached[edges[e].source] for e in incoming[n])
+    reaches = {n: nodes[n].role == "output" for n in nodes}
+    for n in reversed(forward):
+        reaches[n] = reaches[n] or any(reaches[edges[e].target] for e in outgoing[n])
     for node in nodes.values():
-        if node.role == "input":
-            walk(node.name, (), frozenset(node.active))
-    on_paths = {n for path in found for n in path.nodes}
-    for node in nodes.values():
-        if node.name not in on_paths:
+        if not (reached[node.name] and reaches[node.name]):
             problem = (
                 "no path from an input node reaches it"
                 if node.role == "output"
                 else "it lies on no path from an input node to an output node"
             )
             raise SpecError(source, f"network[{name}].node[{node.name}]", problem)
-    used = {e for path in found for e in path.edges}
-    for e, edge in enumerate(edges):
-        if e not in used:
+    for edge in edges:  # both ends lie on paths, but maybe not through this edge
+        if not (reached[edge.source] and reaches[edge.target]):
             raise SpecError(
                 source, f"network[{name}].edge[{edge.name}]", "it lies on no path from an input to an output"
             )
+    # the most hidden nodes on a path up to each node, in topological order: the first node past
+    # the limit is named
+    hidden_before: dict[str, int] = {}
+    for n in forward:
+        deepest = max((hidden_before[edges[e].source] for e in incoming[n]), default=0)
+        hidden_before[n] = deepest + (nodes[n].role == "hidden")
+        if hidden_before[n] > MAX_HIDDEN_LAYERS:
+            raise SpecError(
+                source,
+                f"network[{name}].node[{n}]",
+                f"a path reaches it through {hidden_before[n]} hidden nodes; the limit is {MAX_HIDDEN_LAYERS} "
+                "hidden nodes on a path (as hidden_layers of a pathway)",
+            )
+    # paths from each node to the output nodes, counted up to one past the limit
+    count: dict[str, int] = {}
+    for n in reversed(forward):
+        count[n] = min(MAX_PATHS + 1, int(nodes[n].role == "output") + sum(count[edges[e].target] for e in outgoing[n]))
+    total = sum(count[n] for n in nodes if nodes[n].role == "input")
+    if total > MAX_PATHS:
+        raise SpecError(source, f"network[{name}].edge", f"more than {MAX_PATHS} paths; the limit is {MAX_PATHS}")
+    check_gate_values(
+        len(nodes) + len(edges) + total, num_datapoints, f"network[{name}].edge", "nodes + edges + paths", source
+    )
+
+    node_on = {n: frozenset(node.active) for n, node in nodes.items()}
+    edge_on = [frozenset(edge.active) for edge in edges]
+    found: list[Path] = []
+
+    def walk(node: str, taken: tuple[int, ...], on: frozenset[int]):
+        if nodes[node].role == "output":
+            found.append(Path(taken, (*(edges[e].source for e in taken), node), tuple(sorted(on))))
+            return
+        for e in outgoing[node]:  # every edge leads on to an output node (checked above)
+            target = edges[e].target
+            walk(target, (*taken, e), on & edge_on[e] & node_on[target])
+
+    for node in nodes.values():
+        if node.role == "input":
+            walk(node.name, (), node_on[node.name])
     return tuple(found)
 
 

@@ -23,7 +23,22 @@ import sympy
 from .data_files import read_data_file
 from .errors import SpecError
 from .expressions import ALLOWED_CONSTANTS, ALLOWED_FUNCTIONS, EvaluationError, evaluate, exact_number, parse_value
-from .graph import Graph, index_list, read_graph
+from .graph import Graph, check_gate_values, index_list, read_graph
+from .limits import (
+    DATA_MAGNITUDE,
+    MAX_DATA_ENTRIES,
+    MAX_EPOCHS,
+    MAX_HIDDEN_LAYERS,
+    MAX_INIT_SCALE,
+    MAX_LABELS,
+    MAX_LEARNING_RATE,
+    MAX_NESTING,
+    MAX_NETWORKS,
+    MAX_PATHWAYS,
+    MAX_SEEDS,
+    MAX_SPEC_BYTES,
+    MAX_UNITS,
+)
 
 TOP_LEVEL_KEYS = {"title", "parameters", "data", "training", "network"}
 TRAINING_DEFAULTS = {
@@ -36,19 +51,7 @@ TRAINING_DEFAULTS = {
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_+\-.]*")
 PATHWAY_KEYS = {"name", "active", "inputs", "outputs", "hidden_layers", "units"}
 
-# Limits, checked before any work (README, "Limits").
-MAX_SPEC_BYTES = 2 * 2**20  # size of a spec file
-MAX_NESTING = 32  # levels of tables and arrays in a spec
-MAX_DATA_ENTRIES = 100_000  # entries of data.inputs, and of data.targets
-MAX_NETWORKS = 100
-MAX_PATHWAYS = 1000  # per network
-MAX_SEEDS = 1000
-MAX_EPOCHS = 10**8
-MAX_UNITS = 100_000  # training.hidden_units and a pathway's units
-MAX_HIDDEN_LAYERS = 100
-MAX_LEARNING_RATE = 1e6
-MAX_INIT_SCALE = 1e3
-DATA_MAGNITUDE = (1e-30, 1e30)  # every non-zero data value, at the parameter values in use
+# the limits, checked before any work, are in derive.limits (README, "Limits and checks")
 INTEGER_LIMITS = {"epochs": MAX_EPOCHS, "hidden_units": MAX_UNITS, "seeds": MAX_SEEDS}
 NUMBER_LIMITS = {"learning_rate": MAX_LEARNING_RATE, "init_scale": MAX_INIT_SCALE}
 RESERVED_NAMES = {"t", "tau", "I", "nan", "inf", "oo", "zoo"}
@@ -416,6 +419,9 @@ def _read_data(table, symbols, source):
     labels = {} if contexts is None else {"context": contexts}
     raw_labels = table.get("labels", {})
     _require_table(raw_labels, source, "data.labels")
+    count = len(raw_labels) + len(labels)  # data.contexts is the label 'context'
+    if count > MAX_LABELS:
+        raise SpecError(source, "data.labels", f"{count} labels per datapoint; the limit is {MAX_LABELS}")
     for name, column in raw_labels.items():
         key = f"data.labels.{name}"
         if name in labels:
@@ -487,6 +493,7 @@ def _read_networks(entries, num_datapoints, num_inputs, num_outputs, training, l
             raise SpecError(
                 source, f"network[{name}].pathway", f"{len(raw_pathways)} pathways; the limit is {MAX_PATHWAYS}"
             )
+        check_gate_values(len(raw_pathways), num_datapoints, f"network[{name}].pathway", "pathways", source)
         default_units = max(1, training.hidden_units // len(raw_pathways))
         pathways = []
         for j, raw in enumerate(raw_pathways):
@@ -501,12 +508,17 @@ def _read_networks(entries, num_datapoints, num_inputs, num_outputs, training, l
             pathways.append(
                 Pathway(
                     name=pname,
-                    active=index_list(
-                        raw.get("active", list(range(num_datapoints))),
-                        num_datapoints,
-                        source,
-                        f"{prefix}.active",
-                        "datapoint",
+                    # a set of datapoints, in order as a graph node's gate is: both forms agree
+                    active=tuple(
+                        sorted(
+                            index_list(
+                                raw.get("active", list(range(num_datapoints))),
+                                num_datapoints,
+                                source,
+                                f"{prefix}.active",
+                                "datapoint",
+                            )
+                        )
                     ),
                     inputs=index_list(
                         raw.get("inputs", list(range(num_inputs))),

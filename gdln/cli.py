@@ -13,7 +13,7 @@ from gdln.commands import COMMANDS
 from gdln.commands._common import _Parser
 from gdln.derive import cache
 from gdln.derive.errors import GdlnError
-from gdln.derive.spec import MAX_EPOCHS, MAX_SEEDS
+from gdln.derive.limits import MAX_EPOCHS, MAX_SEEDS
 from gdln.numeric.precision import use_compilation_cache, use_x64
 from gdln.verify.checks import GdlnWarning
 

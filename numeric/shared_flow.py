@@ -90,7 +90,7 @@ class SharedFlow:
             sides = []
             for name in (edge.target, edge.source):
                 node = self.graph.node(name)
-                sides.append(bases[name] if node.role != "hidden" else np.eye(node.size)[:, : self.modes])
+                sides.append(bases[name] if node.role != "hidden" else np.eye(node.size, min(node.size, self.modes)))
             weights.append(sides[0] @ np.diag(b[e]) @ sides[1].T)
         return weights
 

@@ -415,3 +415,17 @@ def test_derive_summary_is_read_back_and_a_stale_or_garbled_one_recomputed(capsy
         else:
             cache.enable(previous)
             use_compilation_cache(previous / "jax")
+
+
+def test_a_derivation_that_raised_is_not_flushed(disk_cache):
+    """A build that raises (a shared graph asked for its module derivation) leaves nothing for
+    flush() to write: the next flush in the process writes the rest, where it raised KeyError."""
+
+    def fails():
+        raise ValueError("no derivation")
+
+    with pytest.raises(ValueError):
+        cache.derivation("a-key-that-failed", fails)
+    task = load_spec(XOR_SPEC)
+    TaskPredictions(task).derivation(task.networks[0].name)
+    assert cache.flush() == 1

@@ -3,6 +3,8 @@ flow of Eq. 3 on shared edges and deep paths against autodiff and finite differe
 
 from __future__ import annotations
 
+import json
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -26,6 +28,7 @@ from gdln.numeric.training import gdln_forward, gdln_layout, init_gdln
 from gdln.verify.reports import race_report
 
 from .conftest import ROOT, XOR_SPEC
+from .test_fuzz import to_toml
 
 #: agreement of the Eq. 3 flow with autodiff (both exact up to rounding in float64)
 FLOW_RTOL = 1e-10
@@ -222,3 +225,70 @@ def test_bad_graphs_are_one_line_errors(tmp_path, capsys, change, message):
     assert main(["race", str(spec)]) == 2
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and str(spec) in err and message in err, err
+
+
+def test_derive_of_a_shared_graph_with_parameters_and_of_a_module_network_beside_it(tmp_path, capsys):
+    """A shared graph's singular values are valued at the parameters in use (they are symbols in
+    Delta), and a module network beside a shared graph derives without it: the graph has no module
+    race, and no crossover with it. Both ended in an error before."""
+    document = {
+        "parameters": {"Delta": 2.0},
+        "data": {"inputs": [[1], ["Delta"]], "targets": [[1], [1]]},
+        "network": [
+            {
+                "name": "shared",  # two input nodes into one hidden node: h->y lies on both paths
+                "node": [
+                    {"name": "x0", "inputs": [0]},
+                    {"name": "x1", "inputs": [0]},
+                    {"name": "h", "size": 1},
+                    {"name": "y", "outputs": [0]},
+                ],
+                "edge": [
+                    {"source": "x0", "target": "h"},
+                    {"source": "x1", "target": "h"},
+                    {"source": "h", "target": "y"},
+                ],
+            },
+            {"name": "m", "pathway": [{}]},
+        ],
+    }
+    spec = tmp_path / "shared.toml"
+    spec.write_text(to_toml(document))
+    assert main(["derive", str(spec), "--network", "shared", "--json", "--set", "Delta=3"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["parameters"] == {"Delta": 3.0}
+    # each path sees Sigma_yx = (1 + Delta) / 2, valued at Delta = 3 (--set), not 2 (the spec)
+    assert [path["values"] for path in report["singular_values"]] == [[pytest.approx(2.0)]] * 2
+    assert main(["derive", str(spec), "--network", "m", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["crossovers"] == []
+
+
+def test_derive_of_a_shared_graph_where_a_correlation_vanishes_at_the_parameters(tmp_path, capsys):
+    """At Delta = 1 the path to y0 sees Sigma_yx = (1 - Delta)/3 = 0, and its singular value's
+    expression is 0/0 there: null in the JSON, listed under non_finite (was a traceback)."""
+    document = {
+        "parameters": {"Delta": 1.0},
+        "data": {"inputs": [[1], ["-Delta"], [0]], "targets": [[1, 0], [1, 0], [0, 0]]},
+        "network": [
+            {
+                "name": "g",
+                "node": [
+                    {"name": "x", "inputs": [0]},
+                    {"name": "h", "size": 1},
+                    {"name": "y0", "outputs": [0]},
+                    {"name": "y1", "outputs": [1]},
+                ],
+                "edge": [
+                    {"source": "x", "target": "h"},
+                    {"source": "h", "target": "y0"},
+                    {"source": "h", "target": "y1"},
+                ],
+            }
+        ],
+    }
+    spec = tmp_path / "vanishing.toml"
+    spec.write_text(to_toml(document))
+    assert main(["derive", str(spec), "--network", "g", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert None in [v for path in report["singular_values"] for v in path["values"]]
+    assert report["non_finite"] and all(place.startswith("singular_values[") for place in report["non_finite"])

@@ -20,11 +20,9 @@ import numpy as np
 
 from gdln.derive.errors import SpecError
 from gdln.derive.expressions import evaluate
-from gdln.derive.spec import MAX_EPOCHS, MAX_SEEDS, Task, Training
+from gdln.derive.limits import MAX_ACTIVATIONS, MAX_EPOCHS, MAX_LOSS_VALUES, MAX_SEEDS, MAX_WEIGHTS
+from gdln.derive.spec import Network, Task, Training
 
-MAX_LOSS_VALUES = 10**8  # seeds x (epochs + 1) recorded losses
-MAX_WEIGHTS = 10**7  # seeds x weights of the trained network
-MAX_ACTIVATIONS = 10**8  # seeds x datapoints x hidden units
 _VANISHING = 1e-12
 
 
@@ -132,6 +130,21 @@ def warn_learning_rate(task: Task, values: Mapping) -> None:
         )
 
 
+def trained_size(network: Network) -> tuple[int, int]:
+    """``(weights, hidden units)`` of ``network`` as it is trained: a graph whose paths share edges
+    has one matrix per edge (``numeric.graph_network``); a set of modules, or a graph of private
+    chains (the same thing), one chain of matrices per pathway (``numeric.training``)."""
+    graph = network.graph
+    if graph is not None and network.shared:
+        weights = sum(graph.node(e.source).size * graph.node(e.target).size for e in graph.edges)
+        return weights, sum(node.size for node in graph.nodes if node.role == "hidden")
+    pathways = network.pathways
+    weights = sum(
+        p.units * len(p.inputs) + p.units * p.units * (p.hidden_layers - 1) + len(p.outputs) * p.units for p in pathways
+    )
+    return weights, sum(p.units * p.hidden_layers for p in pathways)
+
+
 def check_training_size(task: Task, training: Training, model: str = "relu") -> None:
     """Refuse training runs whose arrays would not fit in memory (limits in the README)."""
     source = task.source
@@ -149,12 +162,7 @@ def check_training_size(task: Task, training: Training, model: str = "relu") -> 
         weights = training.hidden_units * (task.num_inputs + task.num_outputs)
         hidden = training.hidden_units
     else:
-        pathways = task.network(model).pathways
-        weights = sum(
-            p.units * len(p.inputs) + p.units * p.units * (p.hidden_layers - 1) + len(p.outputs) * p.units
-            for p in pathways
-        )
-        hidden = sum(p.units * p.hidden_layers for p in pathways)
+        weights, hidden = trained_size(task.network(model))
     if training.seeds * weights > MAX_WEIGHTS:
         raise SpecError(
             source, "training", f"seeds x weights = {training.seeds * weights:.3g}, above the limit of {MAX_WEIGHTS:g}"

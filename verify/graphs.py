@@ -10,6 +10,7 @@ system in discrete time is exact: ``max_deviation_decoupled``) and from small ra
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
@@ -18,6 +19,7 @@ import numpy as np
 
 from gdln.derive import cache
 from gdln.derive.errors import SpecError
+from gdln.derive.expressions import EvaluationError, evaluate
 from gdln.derive.shared import TAU, SharedReduction
 from gdln.derive.spec import Task, task_from_dict
 from gdln.derive.tasks import digits_routing_task, routing_task
@@ -25,6 +27,7 @@ from gdln.numeric.data import NumericDataset
 from gdln.numeric.graph_network import graph_forward, graph_layout, train_graph
 from gdln.numeric.shared_flow import SharedFlow
 
+from .checks import check_training_size
 from .progress import progress
 
 #: a crossing of 10% / 50% of the initial loss, read off per-epoch curves
@@ -87,6 +90,8 @@ def graph_verify_report(
     """Theory against gated graph networks trained from decoupled and from small random weights
     (with ``curves``, every loss curve per epoch too: theory, decoupled, random per seed)."""
     training = task.with_training(seeds=seeds, epochs=epochs).training
+    for network in task.networks:  # before any derivation or training, as for module networks
+        check_training_size(task, training, network.name)
     values = task.values(overrides)
     inputs, targets = NumericDataset(task)([values[s] for s in task.parameters])
     entries = []
@@ -183,13 +188,26 @@ def _layer_singular_values(flow: SharedFlow, finals: list[np.ndarray], theory_st
     return summary
 
 
-def shared_derive_report(task: Task, network: str) -> tuple[dict, SharedReduction]:
+def _value(expr, values: Mapping) -> float:
+    """``expr`` at ``values``; NaN where it has no value there (0/0 where a path's correlation
+    vanishes at these values): the JSON writes it as null and lists it under non_finite."""
+    try:
+        return evaluate(expr, values).real
+    except EvaluationError:
+        return math.nan
+
+
+def shared_derive_report(
+    task: Task, network: str, overrides: Mapping[str, float] | None = None
+) -> tuple[dict, SharedReduction]:
     """The shared-edge reduction of one network as JSON-ready text: assumptions, each path's
-    mode strengths (exact), and the Eq. 6 ODEs."""
+    mode strengths (exact, and their values at the parameter values in use), and the Eq. 6 ODEs."""
+    values = task.values(overrides)
     reduction = shared_reduction(task, network)
     assumptions = reduction.assumptions
     report: dict[str, Any] = {
         "network": network,
+        "parameters": {symbol.name: value for symbol, value in values.items()},
         "paths": len(reduction.graph.paths),
         "paths_with_data": len(reduction.paths_with_data),
         "modes": reduction.num_modes,
@@ -201,7 +219,7 @@ def shared_derive_report(task: Task, network: str) -> tuple[dict, SharedReductio
     if assumptions.holds:
         names = [p.name for p in reduction.network.pathways]
         report["singular_values"] = [
-            {"path": names[p], "exprs": [str(v) for v in s], "values": [float(v) for v in s]}
+            {"path": names[p], "exprs": [str(v) for v in s], "values": [_value(v, values) for v in s]}
             for p, s in reduction.singular_values.items()
         ]
         report["odes"] = [

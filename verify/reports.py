@@ -233,9 +233,13 @@ def coupling_number_entries(derivation: NetworkDerivation, values: Mapping, summ
 
 
 def network_crossovers(models: TaskPredictions, name: str, values: Mapping) -> list[Crossover]:
-    """Crossovers of network ``name`` with each other network of the task, in every parameter."""
+    """Crossovers of network ``name`` with each other network of the task, in every parameter;
+    a graph whose paths share edges has no module race (it races by Eq. 6) and no crossover."""
     return [
-        c for other in models.task.networks if other.name != name for c in models.crossovers(name, other.name, values)
+        c
+        for other in models.task.networks
+        if other.name != name and not other.shared
+        for c in models.crossovers(name, other.name, values)
     ]
 
 

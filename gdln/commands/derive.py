@@ -160,7 +160,7 @@ def cmd_derive(args):
 def _derive_shared(task, args):
     from gdln.verify.graphs import shared_derive_report
 
-    report, reduction = shared_derive_report(task, args.network)
+    report, reduction = shared_derive_report(task, args.network, _overrides(args))
     if args.latex or args.latex_fragment:
         for path, document in ((args.latex, True), (args.latex_fragment, False)):
             if path:

@@ -6,6 +6,8 @@ import tomllib
 
 import numpy as np
 import pytest
+from hypothesis import event, given, settings
+from hypothesis import strategies as st
 
 from gdln.cli import main
 from gdln.derive.spec import load_spec, task_from_dict
@@ -14,6 +16,7 @@ from gdln.verify.reports import race_report, verify_report
 from gdln.verify.sweep import check_points, parse_axis, sweep_report
 
 from .conftest import ROOT, XOR_SPEC
+from .test_fuzz import FUZZ, run_cli
 
 #: the sweep's crossing times against race's, both solved on the same dynamics to ~1e-13
 CROSSING_RTOL = 1e-6
@@ -238,3 +241,112 @@ def test_bad_grids_are_one_line_errors(grids, capsys):
     assert captured.out == ""
     lines = captured.err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("gdln: error:"), lines
+
+
+# --- generated grids (issue 29): valid ones end in finite JSON, broken ones in one line --------
+
+#: generated cases: valid grids (each a small sweep, seconds), broken grids (refused at once)
+VALID_GRIDS, BROKEN_GRIDS = 4, 60
+
+_RANGES = {  # name -> (low, high, log): bounds that give a small, meaningful XoR sweep
+    "Delta": (0.2, 5.0, False),
+    "init_scale": (1e-6, 1e-1, True),
+    "learning_rate": (1e-3, 0.05, True),
+    "hidden_units": (8, 64, False),
+}
+
+
+@st.composite
+def valid_grid(draw):
+    names = draw(st.lists(st.sampled_from(sorted(_RANGES)), min_size=1, max_size=2, unique=True))
+    axes = []
+    for name in names:
+        low, high, log = _RANGES[name]
+        start = draw(st.floats(low, high))
+        stop = draw(st.floats(start, high))
+        count = draw(st.integers(1, 3))
+        axes.append(f"{name}={start!r}:{stop!r}:{count}" + (":log" if log and draw(st.booleans()) else ""))
+    return axes
+
+
+def _axis(name, start, stop, count, log=""):
+    return f"{name}={start}:{stop}:{count}{log}"
+
+
+@st.composite
+def broken_grid(draw):
+    """A grid with one defect of the kinds the sweep refuses, the rest drawn at random."""
+    number = st.floats(0.01, 10.0).map(repr)
+    defect = draw(
+        st.sampled_from(
+            [
+                "unknown name",
+                "malformed",
+                "zero points",
+                "too many points",
+                "start above stop",
+                "log bound",
+                "twice",
+                "three axes",
+                "grid too large",
+                "not finite",
+                "no equals",
+            ]
+        )
+    )
+    event(defect)
+    good = _axis("Delta", draw(number), "12", draw(st.integers(1, 3)))
+    if defect == "unknown name":
+        name = draw(
+            st.text(st.characters(codec="utf-8", exclude_characters="=:"), min_size=1, max_size=8).filter(
+                lambda s: s.strip() not in _RANGES and s.strip()
+            )
+        )
+        return [_axis(name, 1, 2, 2)]
+    if defect == "malformed":
+        return [
+            "Delta="
+            + draw(st.sampled_from(["1:2", "1:2:3:4:5", "1::3", ":2:3", "1:2:x", "1:2:3:lin", "a:b:c", "1:2:2.5"]))
+        ]
+    if defect == "zero points":
+        return [_axis("Delta", 1, 2, draw(st.integers(-5, 0)))]
+    if defect == "too many points":
+        return [_axis("Delta", 1, 2, draw(st.integers(257, 10**6)))]
+    if defect == "start above stop":
+        stop = draw(st.floats(0.01, 5.0))
+        return [_axis("Delta", stop + draw(st.floats(0.01, 5.0)), stop, 2)]
+    if defect == "log bound":
+        return [_axis("init_scale", draw(st.sampled_from(["0", "-1", "-1e-3"])), "1e-2", 3, ":log")]
+    if defect == "twice":
+        return [good, good]
+    if defect == "three axes":
+        return [good, _axis("init_scale", "1e-4", "1e-3", 2), _axis("learning_rate", "0.01", "0.02", 2)]
+    if defect == "grid too large":
+        return [_axis("Delta", 1, 2, 256), _axis("init_scale", "1e-4", "1e-2", draw(st.integers(65, 256)))]
+    if defect == "not finite":
+        return [_axis("Delta", draw(st.sampled_from(["nan", "inf", "-inf", "1e999"])), 2, 2)]
+    return ["Delta" + draw(st.sampled_from(["", ":1:2:3", " 1:2:3"]))]
+
+
+def _sweep_argv(grids):
+    argv = ["sweep", str(XOR_SPEC), "--json"]
+    for grid in grids:
+        argv += ["--grid", grid]
+    return argv
+
+
+@settings(max_examples=BROKEN_GRIDS, **FUZZ)
+@given(grids=broken_grid())
+def test_generated_broken_grids_are_one_line_errors(capsys, grids):
+    code, _, err = run_cli(capsys, _sweep_argv(grids))
+    assert code == 2, (grids, err)
+
+
+@pytest.mark.slow
+@settings(max_examples=VALID_GRIDS, **FUZZ)
+@given(grids=valid_grid())
+def test_generated_valid_grids_give_finite_json(capsys, grids):
+    code, out, err = run_cli(capsys, _sweep_argv(grids))
+    assert code == 0, (grids, err)
+    report = json.loads(out)
+    assert len(report["points"]) == np.prod([len(a["values"]) for a in report["axes"]])

@@ -12,6 +12,10 @@ compares like with like:
   12000 epochs;
 - derivation scaling: ``derive`` of the context task for several K and P, with the fitted
   growth exponent;
+- the derivation cache: ``gdln derive`` on Section 4's ``common+2`` in a fresh process, cold
+  (empty cache) and warm (target: under 5 s warm);
+- phase diagrams: ``gdln sweep``'s theory over a grid against training
+  (:mod:`bench.bench_sweep`);
 - figures: ``gdln figures --quick`` end to end.
 
 Speed targets live here, not in the tests.
@@ -33,6 +37,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from bench.bench_race import timed  # best of a few runs, blocked until ready
+from bench.bench_sweep import print_sweep, sweep_benchmarks
 from gdln.derive.cache import CACHE_ENV
 from gdln.numeric.precision import use_x64
 
@@ -219,10 +224,14 @@ def main(argv=None) -> int:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     use_x64()
+    from bench.bench_derive import derive_process_times
+
     report = {
         "simulation": simulation(500 if args.quick else 2000, (1, 8, 32)),
         "theory_against_training": theory_against_training(),
         "derivation_scaling": derivation_scaling(args.quick),
+        "derive_cache": derive_process_times(),
+        "sweep": sweep_benchmarks(args.quick),
     }
     if not args.quick:
         report["figures"] = figures()
@@ -268,6 +277,12 @@ def main(argv=None) -> int:
         + ", ".join(f"P={r['P']} {r['seconds']:.1f} s" for r in ds["by_items_K3"])
         + f" (exponent {ds['exponent_in_P']:.2f})"
     )
+    dc = report["derive_cache"]
+    print(
+        f"gdln derive {dc['spec']} --network {dc['network']}, fresh process: cold {dc['cold_s']:.1f} s, "
+        f"warm {dc['warm_s']:.2f} s [warm under 5 s]"
+    )
+    print_sweep(report["sweep"])
     if "figures" in report:
         print(f"gdln figures --quick: {report['figures']['figures_quick_seconds']:.0f} s")
     return 0

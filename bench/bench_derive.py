@@ -1,13 +1,19 @@
-"""Derivation times of context tasks (issue: exact derivations at paper scale).
+"""Derivation times of context tasks (issue: exact derivations at paper scale), and of
+``gdln derive`` cold and warm (the derivation cache).
 
 ``python bench/bench_derive.py [--large]`` prints, for each task, the seconds spent on modes,
 couplings, assumptions (symmetric groups and the group reduction) and race ODEs. ``--large``
-adds K = 3 with 32 items (about half a minute)."""
+adds K = 3 with 32 items (about half a minute). ``--cache`` prints ``gdln derive`` on Section 4's
+``common+2`` in a fresh process, with an empty cache and again with the cache it left."""
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 from gdln.derive import NetworkDerivation, task_from_dict
 from gdln.derive.staged import StagedDerivation
@@ -46,7 +52,37 @@ def derive_times(items: int, contexts: int, staged: bool = False) -> dict:
     return row
 
 
+ROOT = Path(__file__).resolve().parent.parent
+SECTION4 = ROOT / "examples" / "section4_context.toml"
+
+
+def derive_process_times(spec: Path = SECTION4, network: str = "common+2") -> dict:
+    """Seconds of ``gdln derive SPEC --network NETWORK`` (its default text) in a fresh process:
+    ``cold`` with an empty cache folder, ``warm`` again with what the first left there."""
+    from gdln.derive.cache import CACHE_ENV
+
+    def run(folder: str) -> float:
+        start = time.perf_counter()
+        subprocess.run(
+            [sys.executable, "-m", "gdln", "derive", str(spec), "--network", network],
+            check=True,
+            capture_output=True,
+            cwd=ROOT,
+            env={**os.environ, CACHE_ENV: folder},
+        )
+        return time.perf_counter() - start
+
+    with tempfile.TemporaryDirectory() as folder:
+        cold = run(folder)
+        warm = run(folder)
+    return {"spec": spec.name, "network": network, "cold_s": cold, "warm_s": warm}
+
+
 def main() -> None:
+    if "--cache" in sys.argv:
+        r = derive_process_times()
+        print(f"gdln derive {r['spec']} --network {r['network']}: cold {r['cold_s']:.1f} s, warm {r['warm_s']:.2f} s")
+        return
     cases = [(8, 3, False), (16, 3, False), (8, 10, True)]
     if "--large" in sys.argv:
         cases.append((32, 3, False))

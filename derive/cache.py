@@ -5,10 +5,15 @@ A derivation is keyed by a hash of what it depends on (the task's exact data, it
 and their defaults, the network's pathways or graph) together with gdln's version and a digest
 of the source of ``derive`` and ``numeric``, so an edited checkout never reads a stale entry.
 On disk an entry is the pickled derivation with every product computed so far (its cached
-properties), and next to it the numbers ``numeric`` evaluated from it (``.npz``, read with
-``allow_pickle=False``). The modes of its pathways are written once for all entries, in
-``derivations/modes``, so a pathway that several networks share is read once. Entries are only ever written by gdln itself, under
-:func:`cache_root`; the pickles are gdln's own objects, never user input.
+properties: modes, couplings, symmetric groups, the reduced system, ODEs, loss, speed),
+behind a digest of the pickle; next to it the numbers ``numeric`` evaluated from it (``.npz``,
+read with ``allow_pickle=False``) and JSON products such as ``derive``'s printed summary
+(:func:`document`), each with what it was made for and a digest of its content. The modes of
+its pathways are written once for all entries, in ``derivations/modes``, named by the digest of
+their pickle, so a pathway that several networks share is read once. An entry that does not
+match its digest, or was made for another key, is rebuilt, never trusted. Entries are only
+ever written by gdln itself, under :func:`cache_root`; the pickles are gdln's own objects,
+never user input.
 
 The disk cache is off unless :func:`enable` is called: the CLI calls it (``--no-cache`` does not)
 and :func:`flush` when a command ends; importing gdln touches no files.
@@ -18,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import json
 import os
 import pickle
 import shutil
@@ -45,6 +51,7 @@ _state: dict[str, Any] = {"root": None}
 _memory: dict[str, Any] = {}
 _stored: dict[str, tuple] = {}
 _arrays: dict[tuple[str, str], dict[str, np.ndarray]] = {}
+_documents: dict[tuple[str, str, str], Any] = {}
 #: keys asked for since the last flush: only these can have grown
 _touched: set[str] = set()
 
@@ -128,11 +135,15 @@ def derivation(key: str, build: Callable[[], Any]) -> Any:
     found = None
     if folder is not None and (folder / "derivation.pickle").is_file():
         try:
-            found = _loads((folder / "derivation.pickle").read_bytes(), folder.parent / "modes")  # gdln's own entry
+            data = _unsealed((folder / "derivation.pickle").read_bytes())
+            found = _loads(data, folder.parent / "modes")  # gdln's own entry, as written
+            if key_of(found) != key:
+                raise ValueError(f"the entry under {key} is another derivation's")
             _stored[key] = computed_products(found)
-        except Exception:  # a truncated or foreign entry is rebuilt, never trusted
+        except Exception:  # a truncated, garbled or foreign entry is rebuilt, never trusted
             found = None
     if found is None:
+        _stored.pop(key, None)  # whatever is on disk is not this: the next flush writes it
         found = build()
     found.cache_key = key
     _memory[key] = found
@@ -165,6 +176,52 @@ def arrays(key: str | None, name: str, compute: Callable[[], Mapping[str, np.nda
     return result
 
 
+def document(key: str | None, name: str, depends: str, compute: Callable[[], Any]) -> Any:
+    """A JSON-ready product of the derivation with ``key`` that also depends on ``depends`` (text
+    naming whatever else went into it: values, other derivations, the code that builds it):
+    kept in memory, and on disk as ``name-<digest of depends>.json`` next to the derivation
+    when the disk cache is on. The file holds ``depends`` and a digest of its content; a file
+    that cannot be read, was written for other ``depends``, or whose content does not match its
+    digest is computed again and rewritten, never trusted."""
+    if key is None:
+        return compute()
+    tag = hashlib.sha256(depends.encode()).hexdigest()[:16]
+    if (key, name, tag) in _documents:
+        return _documents[(key, name, tag)]
+    folder = _folder(key)
+    path = None if folder is None else folder / f"{name}-{tag}.json"
+    found = _read_document(path, depends) if path is not None and path.is_file() else None
+    if found is None:
+        content = compute()
+        text = _canonical(content)
+        found = json.loads(text)  # as it will be read back: lists for tuples, string keys
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            entry = {"depends": depends, "digest": hashlib.sha256(text.encode()).hexdigest(), "content": found}
+            write_bytes_atomically(path, json.dumps(entry).encode())
+    _documents[(key, name, tag)] = found
+    return found
+
+
+def _canonical(content: Any) -> str:
+    return json.dumps(content, sort_keys=True, allow_nan=True)
+
+
+def _read_document(path: Path, depends: str) -> Any:
+    """The content of a document file, or ``None`` when it is unreadable, for other ``depends``,
+    or altered since it was written."""
+    try:
+        entry = json.loads(path.read_text())
+        if not isinstance(entry, dict) or entry.get("depends") != depends or "content" not in entry:
+            return None
+        content = entry["content"]
+        if hashlib.sha256(_canonical(content).encode()).hexdigest() != entry.get("digest"):
+            return None
+        return content
+    except (OSError, ValueError, TypeError):  # unreadable, not UTF-8, not JSON
+        return None
+
+
 def flush() -> int:
     """Write every derivation of this process whose computed products grew since it was read;
     returns how many were written. Does nothing while the disk cache is off."""
@@ -183,10 +240,24 @@ def flush() -> int:
         except Exception:  # a product that cannot be pickled: this entry stays in memory only
             continue
         folder.mkdir(parents=True, exist_ok=True)
-        write_bytes_atomically(folder / "derivation.pickle", data)
+        write_bytes_atomically(folder / "derivation.pickle", _sealed(data))
         _stored[key] = products
         written += 1
     return written
+
+
+def _sealed(data: bytes) -> bytes:
+    """``data`` behind its SHA-256 digest, which :func:`_unsealed` checks."""
+    return hashlib.sha256(data).digest() + data
+
+
+def _unsealed(sealed: bytes) -> bytes:
+    """The data of a :func:`_sealed` entry; ``ValueError`` when it does not match its digest (a
+    truncated or garbled file)."""
+    digest, data = sealed[:32], sealed[32:]
+    if len(digest) < 32 or hashlib.sha256(data).digest() != digest:
+        raise ValueError("a cache entry that does not match its digest")
+    return data
 
 
 class _Pickler(pickle.Pickler):
@@ -229,8 +300,10 @@ class _Pickler(pickle.Pickler):
 
 #: SymPy's pickles rebuild these through their constructors, which sort and combine their
 #: arguments again (most of the rest of a warm derivation's unpickling); the arguments
-#: pickled are already in canonical order, so the object is rebuilt as it was
-_AS_BUILT = (sympy.Add, sympy.Mul, sympy.Pow)
+#: pickled are already in canonical order, so the object is rebuilt as it was. An equation
+#: (``Eq``, the race ODEs) would otherwise be decided again: its sides evaluated, a CRootOf at a
+#: time (20 s for Section 4's ``common+2``)
+_AS_BUILT = (sympy.Add, sympy.Mul, sympy.Pow, sympy.Equality)
 
 
 def _as_built(kind: type, args: tuple) -> sympy.Expr:
@@ -265,7 +338,12 @@ class _Unpickler(pickle.Unpickler):
         if kind != "mode" or not all(c in "0123456789abcdef" for c in name):
             raise pickle.UnpicklingError(f"unknown reference {pid!r}")
         if name not in _modes:
-            _modes[name] = pickle.loads((self.modes / f"{name}.pickle").read_bytes())  # gdln's own entry
+            path = self.modes / f"{name}.pickle"
+            data = path.read_bytes()
+            if hashlib.sha256(data).hexdigest()[:32] != name:  # named by its digest: garbled
+                path.unlink(missing_ok=True)  # the next flush writes it again
+                raise pickle.UnpicklingError(f"mode {name} does not match its digest")
+            _modes[name] = pickle.loads(data)  # gdln's own entry
         _remember_mode(self.modes, name, _modes[name])
         return _modes[name]
 
@@ -342,5 +420,6 @@ def clear(root: Path | None = None) -> None:
     _stored.clear()
     _touched.clear()
     _arrays.clear()
+    _documents.clear()
     _modes.clear()
     _mode_names.clear()

@@ -101,6 +101,13 @@ class ModeRef:
 class NetworkDerivation:
     """Effective datasets, modes, assumption checks, race ODEs, closed forms and loss of a network."""
 
+    def _repr_latex_(self) -> str:
+        """Jupyter shows a derivation as its LaTeX: the body that ``gdln derive --latex-fragment``
+        writes, less the crossovers (they need the task's other networks)."""
+        from .latex import derivation_latex
+
+        return derivation_latex(self)
+
     def __init__(self, task: Task, network: Network | str):
         self.task = task
         self.network = task.network(network) if isinstance(network, str) else network

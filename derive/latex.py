@@ -11,12 +11,15 @@ and the coupling is written as a matrix, or as its non-zero entries when it is l
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import sympy
 
 from .algebraic import as_text
-from .crossover import Crossover
-from .derivation import NetworkDerivation
+
+if TYPE_CHECKING:  # annotations only: derivation.py imports this module for its LaTeX display
+    from .crossover import Crossover
+    from .derivation import NetworkDerivation
 
 _ESCAPES = {
     "\\": r"\textbackslash{}",

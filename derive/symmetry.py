@@ -141,13 +141,12 @@ def same_multiset(first: Sequence, second: Sequence, equal=None) -> bool:
 
 @dataclass(frozen=True)
 class SingularClass:
-    """Modes of one pathway with one singular value ``s``: ``P = sum_k u_k v_k^T = R / s``, ``R``
-    exact (rational for rational data); ``input_variance`` is the trace of ``Sigma_x`` on the
-    class, divided by its multiplicity (the class's ``d``)."""
+    """Modes of one pathway with one singular value ``s``; ``input_variance`` is the trace of
+    ``Sigma_x`` on the class, divided by its multiplicity (the class's ``d``). Its map
+    ``P = sum_k u_k v_k^T = R / s`` is :meth:`Symmetry.scaled_map`."""
 
     modes: tuple[int, ...]
     s: sympy.Expr
-    scaled_map: DomainMatrix
     input_variance: sympy.Expr
 
     @property
@@ -188,8 +187,16 @@ class GroupReduction:
 class Symmetry:
     """Singular classes, symmetric groups and the group reduction of one derivation."""
 
+    #: what a pickle keeps (the derivation cache, :mod:`derive.cache`): the results, plain SymPy.
+    #: The exact operands (``DomainMatrix`` over rings of this process's generator symbols, or
+    #: over a ``RealField`` whose numbers belong to its own mpmath context) are rebuilt on demand.
+    KEPT = ("derivation", "classes", "groups", "reduction")
+
     def __init__(self, derivation: NetworkDerivation):
         self.derivation = derivation
+
+    def __getstate__(self) -> dict:
+        return {name: value for name, value in self.__dict__.items() if name in self.KEPT}
 
     # --- exact operands, built once ------------------------------------------------------------
     @cached_property
@@ -262,14 +269,26 @@ class Symmetry:
             classes = []
             for group in members:
                 modes = [pathway_derivation.modes[k] for k in group]
-                scaled = sympy.zeros(len(pathway_derivation.pathway.outputs), len(pathway_derivation.pathway.inputs))
-                for mode in modes:
-                    u_raw, v_raw, raw_norm2 = self._raw(mode, exact=False)
-                    scaled += u_raw * v_raw.T / raw_norm2
                 variance = tidy(sum((m.d for m in modes), sympy.Integer(0)) / len(modes))
-                classes.append(SingularClass(tuple(group), modes[0].s, domain_matrix(scaled), variance))
+                classes.append(SingularClass(tuple(group), modes[0].s, variance))
             result.append(tuple(classes))
         return tuple(result)
+
+    @cached_property
+    def _scaled_maps(self) -> dict:
+        return {}
+
+    def scaled_map(self, p: int, j: int) -> DomainMatrix:
+        """``R = s P`` of class ``j`` of pathway ``p``, with ``P = sum_k u_k v_k^T`` over its modes:
+        exact (rational for rational data), modes with ``CRootOf`` values at ``PRECISION_DIGITS``."""
+        if (p, j) not in self._scaled_maps:
+            pathway_derivation = self.derivation.pathways[p]
+            scaled = sympy.zeros(len(pathway_derivation.pathway.outputs), len(pathway_derivation.pathway.inputs))
+            for k in self.classes[p][j].modes:
+                u_raw, v_raw, raw_norm2 = self._raw(pathway_derivation.modes[k], exact=False)
+                scaled += u_raw * v_raw.T / raw_norm2
+            self._scaled_maps[(p, j)] = domain_matrix(scaled)
+        return self._scaled_maps[(p, j)]
 
     # --- symmetric groups ------------------------------------------------------------------
     def _overlap_norms(self, p: int) -> tuple[list, list]:
@@ -387,13 +406,12 @@ class Symmetry:
                             jq = self._class_position(q, sources[0], j_source)
                             if jq is None:
                                 return f"pathway {names[q]!r} has no class matching class {j_source} of its group"
-                            c = self.classes[q][jq]
-                            source_s = c.s
-                            term = product(self.overlap(p, q), c.scaled_map, self.correlation(q, p))
+                            source_s = self.classes[q][jq].s
+                            term = product(self.overlap(p, q), self.scaled_map(q, jq), self.correlation(q, p))
                             total = term if total is None else (lambda a, b: a + b)(*total.unify(term))
                         if total is None or total.is_zero_matrix:
                             continue
-                        projections = [inner(total, c.scaled_map) for c in classes_p]
+                        projections = [inner(total, self.scaled_map(p, j)) for j in range(len(classes_p))]
                         leak = inner(total, total) - sum(
                             (x**2 / (c.s**2 * c.multiplicity) for x, c in zip(projections, classes_p)), sympy.Integer(0)
                         )

@@ -180,8 +180,10 @@ def main(path: str) -> None:
             if reduction == "merged by pattern":
                 w1, w2 = merged(w1, w2, pattern_clusters(alignment.gates[seed]))
             elif reduction == "merged":
+                assert labels is not None  # the merged and snapped models are clustered
                 w1, w2 = merged(w1, w2, labels)
             elif reduction == "snapped":
+                assert labels is not None
                 w1, w2 = snapped(w1, w2, labels)
             elif reduction == "cluster gates":
                 members = np.eye(clusters)[labels]

@@ -78,34 +78,84 @@ class Alignment:
 
 
 @partial(jax.jit, static_argnames=("steps",))
-def _advance(w1, w2, done, inputs, targets, learning_rate, threshold, first, horizon, steps):
-    """``steps`` epochs (``first``, ``first + 1``, ...) of the fixed-residual recursion for every
-    seed (leading axis); a seed stops moving once its output norm reaches ``threshold``, and
-    every seed at epoch ``horizon``. Returns the new state and the loss and the done flag before
-    each epoch."""
-    count = inputs.shape[0]
-    field = targets / count  # r_n / N with r = y: the fixed residual
+def _advance(w1, w2, done, w1_end, w2_end, inputs, targets, learning_rate, threshold, factors, first, horizon, steps):
+    """``steps`` epochs (``first``, ``first + 1``, ...) of the fixed-residual recursion.
 
-    def one_seed(w1, w2, done):
+    Every argument but ``first``, ``horizon`` and ``steps`` has a leading axis of runs, each with
+    its own data, step and threshold. A run follows one trajectory for several members at once:
+    member ``k`` has weights ``factors[k]`` times the run's. That is exact, because the recursion
+    is linear in the weights while the gates ``w . x > 0`` do not change with their scale, so
+    members that differ only in init scale share every gate and every step; member ``k``'s
+    output is ``factors[k]^2`` times the run's. A member ends once its output norm reaches
+    ``threshold`` (its weights there are kept in ``w1_end``, ``w2_end``); the run stops moving
+    once all its members have ended, and at epoch ``horizon``. Returns the new state and, per
+    member, the loss and the done flag before each epoch."""
+
+    def one_run(w1, w2, done, w1_end, w2_end, inputs, targets, learning_rate, threshold, factors):
+        field = targets / inputs.shape[0]  # r_n / N with r = y: the fixed residual
+        squares = factors**2
+
         def step(state, epoch):
-            w1, w2, done = state
+            w1, w2, done, w1_end, w2_end = state
             pre = inputs @ w1.T
             hidden = jax.nn.relu(pre)
             output = hidden @ w2.T
-            loss = 0.5 * jnp.mean(jnp.sum((targets - output) ** 2, axis=1))
-            done = done | (jnp.sqrt(jnp.sum(output**2)) >= threshold)
-            frozen = done | (epoch >= horizon)
+            members = squares[:, None, None] * output[None]
+            losses = 0.5 * jnp.mean(jnp.sum((targets[None] - members) ** 2, axis=2), axis=1)
+            ends = ~done & (squares * jnp.sqrt(jnp.sum(output**2)) >= threshold)
+            done = done | ends
+            w1_end = jnp.where(ends[:, None, None], factors[:, None, None] * w1[None], w1_end)
+            w2_end = jnp.where(ends[:, None, None], factors[:, None, None] * w2[None], w2_end)
+            frozen = jnp.all(done) | (epoch >= horizon)
             gate = (pre > 0).astype(inputs.dtype)
             new_w2 = w2 + learning_rate * field.T @ hidden
             new_w1 = w1 + learning_rate * ((field @ w2) * gate).T @ inputs
             keep = frozen.astype(inputs.dtype)
-            return (keep * w1 + (1 - keep) * new_w1, keep * w2 + (1 - keep) * new_w2, done), (loss, done)
+            moved = (keep * w1 + (1 - keep) * new_w1, keep * w2 + (1 - keep) * new_w2)
+            return (*moved, done, w1_end, w2_end), (losses, done)
 
         epochs = first + jnp.arange(steps)
-        (w1, w2, done), (losses, flags) = jax.lax.scan(step, (w1, w2, done), epochs)
-        return w1, w2, done, losses, flags
+        state, (losses, flags) = jax.lax.scan(step, (w1, w2, done, w1_end, w2_end), epochs)
+        return *state, losses.T, flags.T
 
-    return jax.vmap(one_seed)(w1, w2, done)
+    return jax.vmap(one_run)(w1, w2, done, w1_end, w2_end, inputs, targets, learning_rate, threshold, factors)
+
+
+def run_phase(w1, w2, inputs, targets, learning_rate, threshold, horizon: int, stride: int, factors=None):
+    """The phase for every run (leading axis) and each of its members (``factors``, ``(runs,
+    members)``; one member of factor 1 by default: see :func:`_advance`) until all have ended or
+    the horizon has passed. Returns, as numpy arrays, each member's weights at its end
+    ``(runs, members, ...)`` (at the horizon for one that never ends), its done flag before each
+    epoch, and its loss before every ``stride``-th epoch (``0, stride, 2 stride, ...``)."""
+    runs = w1.shape[0]
+    factors = jnp.ones((runs, 1)) if factors is None else jnp.asarray(factors, jnp.float64)
+    members = factors.shape[1]
+    done = jnp.zeros((runs, members), dtype=bool)
+    w1_end = jnp.zeros((runs, members, *w1.shape[1:]))
+    w2_end = jnp.zeros((runs, members, *w2.shape[1:]))
+    chunk = -(-_CHUNK // stride) * stride  # whole strides per chunk, so the kept epochs line up
+    losses, flags = [], []
+    run = 0
+    while True:
+        w1, w2, done, w1_end, w2_end, chunk_losses, chunk_flags = _advance(
+            w1, w2, done, w1_end, w2_end, inputs, targets, learning_rate, threshold, factors, run, int(horizon), chunk
+        )
+        losses.append(np.asarray(chunk_losses[..., ::stride]))
+        flags.append(np.asarray(chunk_flags))
+        run += chunk
+        if bool(jnp.all(done)) or run > horizon:
+            break
+    # a member that never ended stands where its run stopped, at the horizon
+    w1_end = jnp.where(done[..., None, None], w1_end, factors[..., None, None] * w1[:, None])
+    w2_end = jnp.where(done[..., None, None], w2_end, factors[..., None, None] * w2[:, None])
+    return np.asarray(w1_end), np.asarray(w2_end), np.concatenate(flags, axis=-1), np.concatenate(losses, axis=-1)
+
+
+def phase_ends(flags_all):
+    """Per run, whether the phase ended within the flags and the epoch at which it did (the first
+    epoch whose flag is set; a run that never sets it ends at the last epoch recorded)."""
+    ended = flags_all.any(axis=-1)
+    return ended, np.where(ended, np.argmax(flags_all, axis=-1), flags_all.shape[-1] - 1)
 
 
 def align(
@@ -123,30 +173,23 @@ def align(
     inputs = jnp.asarray(inputs, jnp.float64)
     targets = jnp.asarray(targets, jnp.float64)
     w1 = jnp.asarray(w1s, jnp.float64)
-    w2 = jnp.asarray(w2s, jnp.float64)
     seeds = w1.shape[0]
     threshold = float(output_fraction) * float(jnp.sqrt(jnp.sum(targets**2)))
-    done = jnp.zeros(seeds, dtype=bool)
-    losses, flags = [], []
-    run = 0
-    while True:
-        w1, w2, done, chunk_losses, chunk_flags = _advance(
-            w1, w2, done, inputs, targets, float(learning_rate), threshold, run, int(horizon), _CHUNK
-        )
-        losses.append(np.asarray(chunk_losses))
-        flags.append(np.asarray(chunk_flags))
-        run += _CHUNK
-        if bool(jnp.all(done)) or run > horizon:
-            break
-    flags_all = np.concatenate(flags, axis=1)[:, : horizon + 1]
-    losses_all = np.concatenate(losses, axis=1)[:, : horizon + 1]
-    # the first epoch whose flag is set is the end of the phase (the loss there is recorded too);
-    # a seed that never sets it ends at the horizon, where its weights are those after that many steps
-    ended = flags_all.any(axis=1)
-    epochs = np.where(ended, np.argmax(flags_all, axis=1), flags_all.shape[1] - 1)
+    w1n, w2n, flags_all, losses_all = run_phase(
+        w1,
+        jnp.asarray(w2s, jnp.float64),
+        jnp.broadcast_to(inputs, (seeds, *inputs.shape)),
+        jnp.broadcast_to(targets, (seeds, *targets.shape)),
+        jnp.full(seeds, float(learning_rate)),
+        jnp.full(seeds, threshold),
+        horizon,
+        1,
+    )
+    w1n, w2n = w1n[:, 0], w2n[:, 0]
+    flags_all, losses_all = flags_all[:, 0, : horizon + 1], losses_all[:, 0, : horizon + 1]
+    ended, epochs = phase_ends(flags_all)
     width = int(epochs.max()) + 1
     kept = np.where(np.arange(width)[None, :] <= epochs[:, None], losses_all[:, :width], np.nan)
-    w1n, w2n = np.asarray(w1), np.asarray(w2)
     gates = np.asarray(inputs)[None] @ np.transpose(w1n, (0, 2, 1)) > 0
     return Alignment(
         epochs=epochs.astype(int), ended=np.asarray(ended, dtype=bool), gates=gates, w1=w1n, w2=w2n, losses=kept

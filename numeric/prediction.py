@@ -197,15 +197,7 @@ class Prediction:
         compiled = self.compiled
 
         def run(p0, q0, learning_rate, values, steps):
-            loss = lambda a: compiled.loss_of_strengths(a, values)  # noqa: E731
-            grad = jax.grad(loss)
-
-            def step(state, _):
-                p, q = state
-                a = (p - q) / 4
-                g = -grad(a)
-                return (p * (1 + learning_rate * g) ** 2, q * (1 - learning_rate * g) ** 2), loss(a)
-
+            step = balanced_descent_step(lambda a: compiled.loss_of_strengths(a, values), learning_rate)
             return jax.lax.scan(step, (p0, q0), None, length=steps)[1]
 
         return jax.jit(run, static_argnames=("steps",))
@@ -277,6 +269,21 @@ class Prediction:
         """Per pathway name, the singular values of ``W_p(t)`` (largest first): the mode
         strengths, shape ``(T, k)``."""
         return {name: jnp.linalg.svd(m, compute_uv=False) for name, m in self.maps(ts, init_scale, tau, values).items()}
+
+
+def balanced_descent_step(loss: Callable, learning_rate):
+    """One step of gradient descent on balanced depth-2 modes in ``(P, Q)`` (see
+    :attr:`Prediction._mode_steps`), for ``jax.lax.scan``: ``(P, Q) -> (P', Q')``, and the loss
+    ``loss(a)`` before the step."""
+    grad = jax.grad(loss)
+
+    def step(state, _):
+        p, q = state
+        a = (p - q) / 4
+        g = -grad(a)
+        return (p * (1 + learning_rate * g) ** 2, q * (1 - learning_rate * g) ** 2), loss(a)
+
+    return step
 
 
 def _log(values: np.ndarray) -> np.ndarray:

@@ -11,6 +11,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -202,6 +203,48 @@ def ode_race(
     return result
 
 
+@dataclass
+class RaceODE:
+    """One point's race as :func:`ode_race` reads it: ``dy/dt = f(t, y, args)`` from ``y0`` at ``t0``,
+    built by :meth:`CompiledNetwork.race_ode` and :meth:`numeric.reduced_flow.ReducedFlow.race_ode`.
+
+    ``loss(y, *loss_args)`` is one state's loss (traceable: :func:`numeric.batched_race.ode_races`
+    evaluates it inside its program), ``loss_of_states(ys)`` the loss of many rows on the host
+    (:func:`ode_race`); ``minimum_loss()`` the least loss the network can reach (``None`` if
+    unknown), computed when first needed; ``dtmax`` the largest solver step (``None``: none)."""
+
+    f: Callable
+    y0: np.ndarray
+    t0: float
+    args: Any
+    loss: Callable
+    loss_args: Any
+    loss_of_states: Callable
+    initial_loss: float
+    minimum_loss: Callable[[], float | None]
+    dtmax: float | None = None
+    rtol: float = 1e-10
+    atol: float = 1e-14
+
+    def race(self, fractions: Sequence[float], horizon: float, budget: int = STEP_BUDGET) -> RaceResult:
+        """:func:`ode_race` of this point."""
+        return ode_race(
+            self.f,
+            self.y0,
+            self.t0,
+            self.args,
+            self.loss_of_states,
+            self.initial_loss,
+            fractions,
+            horizon,
+            self.minimum_loss,
+            rtol=self.rtol,
+            atol=self.atol,
+            budget=budget,
+            dtmax=self.dtmax,
+        )
+
+
 class CompiledNetwork:
     """Jit-compiled closed forms and race ODE of one network; compiled once, evaluated anywhere.
 
@@ -328,14 +371,13 @@ class CompiledNetwork:
 
         return jax.jit(loss)
 
+    def _loss_of_log_state(self, y, *values):
+        """The loss of one state ``y = log a`` (:attr:`log_ode`) at ``values``."""
+        return self._loss_of_strengths(*[jnp.exp(y[k]) for k in range(y.shape[0])], *values)
+
     @cached_property
     def _loss_of_logs(self):
-        return jax.jit(
-            jax.vmap(
-                lambda y, values: self._loss_of_strengths(*[jnp.exp(y[k]) for k in range(y.shape[0])], *values),
-                in_axes=(0, None),
-            )
-        )
+        return jax.jit(jax.vmap(lambda y, values: self._loss_of_log_state(y, *values), in_axes=(0, None)))
 
     def strengths_from_log(
         self, ts: Times, log_a0: Float[ArrayLike, " modes"], tau: float, values: Values
@@ -358,18 +400,48 @@ class CompiledNetwork:
     def minimum_loss(self, values) -> float | None:
         """The least loss of the quadratic ``L(a)`` when its minimiser has every ``a_k > 0`` (where a
         flow from positive seeds ends), else ``None``."""
-        count = len(self.derivation.mode_refs)
-        values = tuple(float(v) for v in values)
-
-        def loss(a):
-            return self._loss_of_strengths(*[a[k] for k in range(count)], *values)
-
-        zero = jnp.zeros(count)
-        gradient, hessian = np.asarray(jax.grad(loss)(zero)), np.asarray(jax.hessian(loss)(zero))
+        values = jnp.asarray([float(v) for v in values], dtype=jnp.float64)
+        gradient, hessian = (np.asarray(x) for x in self._quadratic_terms(values))
         if not (np.all(np.isfinite(gradient)) and np.all(np.isfinite(hessian))):
             return None
         best = np.linalg.lstsq(hessian, -gradient, rcond=None)[0]
-        return float(loss(jnp.asarray(best))) if np.all(best > 0) else None
+        return float(self._loss_of_strength_vector(jnp.asarray(best), values)) if np.all(best > 0) else None
+
+    def _loss_of_strength_vector(self, a, values):
+        return self._loss_of_strengths(*[a[k] for k in range(a.shape[0])], *[values[k] for k in range(values.shape[0])])
+
+    @cached_property
+    def _quadratic_terms(self):
+        """``values -> (gradient, Hessian)`` of ``L(a)`` at ``a = 0``, compiled once (the sweep asks at every point)."""
+        count = len(self.derivation.mode_refs)
+
+        def terms(values):
+            zero = jnp.zeros(count, dtype=jnp.float64)
+            loss = lambda a: self._loss_of_strength_vector(a, values)  # noqa: E731
+            return jax.grad(loss)(zero), jax.hessian(loss)(zero)
+
+        return jax.jit(terms)
+
+    def race_ode(self, log_a0: Float[ArrayLike, " modes"], tau: float, values: Values) -> RaceODE:
+        """The race ODE in ``log a`` (:attr:`log_ode`) from seeds ``log a0``, as :func:`ode_race` reads it."""
+        values = tuple(float(v) for v in values)
+        log_a0 = np.asarray(log_a0, dtype=np.float64)
+        loss_args = tuple(jnp.float64(v) for v in values)
+
+        def loss_of_states(ys):
+            return self._loss_of_logs(ys, values)
+
+        return RaceODE(
+            f=self.log_ode,
+            y0=log_a0,
+            t0=0.0,
+            args=(jnp.float64(tau), *loss_args),
+            loss=self._loss_of_log_state,
+            loss_args=loss_args,
+            loss_of_states=loss_of_states,
+            initial_loss=float(loss_of_states(jnp.asarray(log_a0)[None])[0]),
+            minimum_loss=lambda: self.minimum_loss(values),
+        )
 
     def race(
         self,
@@ -391,22 +463,7 @@ class CompiledNetwork:
         log_a0 = np.asarray(log_a0, dtype=np.float64)
         horizon = float(horizon)
         if not self.uses_closed_form:
-
-            def loss_of_state(ys):
-                return self._loss_of_logs(ys, values)
-
-            initial = float(loss_of_state(jnp.asarray(log_a0)[None])[0])
-            return ode_race(
-                self.log_ode,
-                log_a0,
-                0.0,
-                (jnp.float64(tau), *[jnp.float64(v) for v in values]),
-                loss_of_state,
-                initial,
-                fractions,
-                horizon,
-                lambda: self.minimum_loss(values),
-            )
+            return self.race_ode(log_a0, tau, values).race(fractions, horizon)
         s, d = self.logistic_parameters(values, tau)
         s_j, d_j, log_j = jnp.asarray(s), jnp.asarray(d), jnp.asarray(log_a0)
 

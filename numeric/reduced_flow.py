@@ -26,7 +26,7 @@ from gdln.derive.derivation import NetworkDerivation
 
 from .compile import compile_expressions
 from .integrate import integrate_ode
-from .race import RaceResult
+from .race import RaceODE, RaceResult
 from .types import Array, ArrayLike, Float, Times, Values
 
 _RANK_TOLERANCE = 1e-10
@@ -499,6 +499,45 @@ class ReducedFlow:
             total += float(-linear @ best + best @ hessian @ best / 2)
         return total
 
+    def race_ode(
+        self,
+        log_a0: Float[ArrayLike, " pathways"],
+        tau: float,
+        values: Values,
+        rtol: float = 1e-10,
+        atol: float = 1e-14,
+    ) -> RaceODE:
+        """The exact flow from ``log a0`` per pathway as :func:`numeric.race.ode_race` reads it:
+        started as :meth:`start` says, its initial loss that of the chains at ``log a0`` (before
+        the linear phase), its least loss that over all maps, its steps limited by :meth:`_step_limit`."""
+        log_a0 = np.asarray(log_a0, dtype=np.float64)
+        values = tuple(float(v) for v in values)
+
+        def loss_of_states(ys):
+            return self.losses_of_states(ys, values)
+
+        initial_state = np.asarray(
+            ravel_pytree(
+                self._chains_at([np.full(len(b[0]), log_a0[p]) for p, b in enumerate(self._basis(values))], values)
+            )[0]
+        )
+        t0, y0, scale = self.start(log_a0, tau, values)
+        written, blocks, power = self.operands(values)
+        return RaceODE(
+            f=self.ode,
+            y0=y0,
+            t0=t0,
+            args=self.ode_args(tau, values),
+            loss=self.structure.loss_of_state,
+            loss_args=(written, blocks, power),
+            loss_of_states=loss_of_states,
+            initial_loss=float(loss_of_states(initial_state[None])[0]),
+            minimum_loss=lambda: self._at_values("_minimum_cache", self._minimum_loss, values),
+            dtmax=self._step_limit(scale, tau, values, rtol, atol),
+            rtol=rtol,
+            atol=atol,
+        )
+
     def race(
         self,
         log_a0: Float[ArrayLike, " pathways"],
@@ -512,43 +551,22 @@ class ReducedFlow:
         """Epochs at which the loss of the exact flow falls to ``fractions`` of its initial loss, and
         the loss at ``horizon`` (:class:`numeric.race.RaceResult`), from ``log a0`` per pathway.
 
-        The flow starts as :meth:`start` says and is read off by :func:`numeric.race.ode_race`:
-        crossings by brentq within a solver step, no sampling grid; the run ends early once the
-        loss is within ``SETTLED_TOLERANCE`` of the least loss over all maps."""
-        from .race import RaceResult, ode_race
-
+        The flow starts as :meth:`start` says and is read off by :func:`numeric.race.ode_race`
+        (:meth:`race_ode`): crossings by brentq within a solver step, no sampling grid; the run ends
+        early once the loss is within ``SETTLED_TOLERANCE`` of the least loss over all maps."""
         log_a0 = np.asarray(log_a0, dtype=np.float64)
-
-        def loss_of_state(ys):
-            return self.losses_of_states(ys, values)
-
-        initial_state = np.asarray(
-            ravel_pytree(
-                self._chains_at([np.full(len(b[0]), log_a0[p]) for p, b in enumerate(self._basis(values))], values)
-            )[0]
-        )
-        initial = float(loss_of_state(jnp.asarray(initial_state)[None])[0])
-        t0, y0, scale = self.start(log_a0, tau, values)
-        if t0 >= horizon:
+        problem = self.race_ode(log_a0, tau, values, rtol, atol)
+        if problem.t0 >= horizon:
             # still in the linear phase at the horizon: within LINEAR_PHASE_END of the initial loss
             state = ravel_pytree(self._chains_at(self.linear_phase(log_a0, float(horizon), tau, values), values))[0]
-            final = float(loss_of_state(jnp.asarray(state)[None])[0])
-            return RaceResult(initial, {f: None for f in fractions}, final / initial, float(horizon))
-        args = self.ode_args(tau, values)
-        return ode_race(
-            self.ode,
-            y0,
-            t0,
-            args,
-            loss_of_state,
-            initial,
-            fractions,
-            float(horizon),
-            lambda: self._minimum_loss(values),
-            rtol=rtol,
-            atol=atol,
-            dtmax=self._step_limit(scale, tau, values, rtol, atol),
-        )
+            final = float(problem.loss_of_states(np.asarray(state)[None])[0])
+            return RaceResult(
+                problem.initial_loss,
+                {f: None for f in fractions},
+                final / problem.initial_loss,
+                float(horizon),
+            )
+        return problem.race(fractions, float(horizon))
 
     def _step_limit(self, scale, tau, values, rtol, atol):
         """``0.1 tau / s_max`` when some layer factor starts below ``atol / rtol``, else ``None``.

@@ -15,6 +15,7 @@ from functools import partial
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from gdln.derive.spec import Network
 
@@ -126,6 +127,41 @@ def _descend_relu_chunked(w1s, w2s, inputs, targets, learning_rate, epochs, layo
         group, (w1s.reshape(groups, chunk, *w1s.shape[1:]), w2s.reshape(groups, chunk, *w2s.shape[1:]))
     )
     return losses.reshape(groups * chunk, -1), tuple(w.reshape(groups * chunk, *w.shape[2:]) for w in final)
+
+
+@partial(jax.jit, static_argnames=("epochs",))
+def _descend_relu_points(w1s, w2s, inputs, targets, learning_rates, epochs):
+    """Groups of runs ``(groups, chunk, ...)``, one group after another in one program."""
+
+    def one(w1, w2, inputs, targets, learning_rate):
+        loss_fn = lambda p: _mean_squared_loss(relu_forward(p, inputs), targets)  # noqa: E731
+        return _descend(loss_fn, (w1, w2), learning_rate, epochs)[1]
+
+    return jax.lax.map(lambda group: jax.vmap(one)(*group), (w1s, w2s, inputs, targets, learning_rates))
+
+
+def train_relu_points(
+    inputs: Float[ArrayLike, "runs N inp"],
+    targets: Float[ArrayLike, "runs N out"],
+    w1s: Float[ArrayLike, "runs units inp"],
+    w2s: Float[ArrayLike, "runs out units"],
+    learning_rates: Float[ArrayLike, " runs"],
+    epochs: int,
+) -> np.ndarray:
+    """Losses ``(runs, epochs + 1)`` of ReLU runs that differ in data, initial weights and step
+    (grid points times seeds), trained in one program as :func:`train_relu` trains seeds: the
+    same descent, :data:`SEED_CHUNK` runs at a time."""
+    runs = np.shape(w1s)[0]
+    groups = -(-runs // SEED_CHUNK)
+    # pad with copies of the last run to whole groups; their losses are dropped
+    order = np.minimum(np.arange(groups * SEED_CHUNK), runs - 1)
+
+    def grouped(x):
+        x = jnp.asarray(np.asarray(x)[order], jnp.float64)
+        return x.reshape(groups, SEED_CHUNK, *x.shape[1:])
+
+    losses = _descend_relu_points(*(grouped(x) for x in (w1s, w2s, inputs, targets, learning_rates)), epochs)
+    return np.asarray(losses).reshape(groups * SEED_CHUNK, -1)[:runs]
 
 
 #: dtypes training may run in; the theory always runs in float64

@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 from gdln.derive.errors import SpecError
+from gdln.verify.progress import progress
 
 from .context_figures import figure3, figure4, figure5
 from .figure2 import figure2
@@ -53,6 +54,7 @@ def output_folder(out: Path) -> Path:
 
 
 def regenerate(out: Path, quick: bool = False) -> list[Path]:
-    """Write every figure as PNG into ``out`` (each atomically); returns the paths written."""
+    """Write every figure as PNG into ``out`` (each atomically); returns the paths written. Each
+    figure is a stage of the progress on stderr (a line each where stderr is not a terminal)."""
     output_folder(out)
-    return [make(out, quick=quick) for make in FIGURES.values()]
+    return [make(out, quick=quick) for _, make in progress(FIGURES.items(), "figures", label=lambda item: item[0])]

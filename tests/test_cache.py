@@ -257,6 +257,166 @@ def test_compiled_solves_written_after_a_persistent_cache_hit_load_in_the_next_p
     assert race() == written  # read back, not compiled and written again
 
 
+def test_symmetric_groups_and_reduced_system_are_read_back_not_recomputed(disk_cache, monkeypatch):
+    """A derivation whose symmetric groups, reduced system and race ODEs were computed is written
+    whole (its exact operands, over rings of this process's generator symbols, are left out and
+    rebuilt on demand), and a process that reads it back gets them without comparing pathways
+    again: equal groups, classes, coupling and ODEs."""
+    from gdln.derive import symmetry
+    from gdln.derive.spec import task_from_dict
+    from gdln.derive.tasks import context_task
+
+    # quartic CRootOf modes, radicals, interacting pathways and a group of two symmetric pathways
+    task = task_from_dict(context_task(4, 3, ["clusters", "clusters", "chain"], "context-subsets"))
+    built = TaskPredictions(task).derivation("common+2")
+    system = built.reduced_system
+    odes, groups = system.odes, built.symmetric_groups
+    assert (2, 3) in groups and built.coupling_numbers == [] and built.cross_correlations
+    assert cache.flush() == 1
+    cache._memory.clear()
+    cache._modes.clear()
+
+    def never(*args, **kwargs):
+        raise AssertionError("recomputed although the entry is on disk")
+
+    monkeypatch.setattr(symmetry.Symmetry, "_overlap_norms", never)
+    monkeypatch.setattr(symmetry.Symmetry, "_coefficients", never)
+    read = cache.derivation(cache.key_of(built), never)
+    assert read is not built
+    assert read.symmetric_groups == groups
+    assert read.reduced_system.kind == system.kind and read.reduced_system.coupling == system.coupling
+    assert read.reduced_system.odes == odes
+    assert [str(c) for c in read.symmetry.classes[0]] == [str(c) for c in built.symmetry.classes[0]]
+    monkeypatch.undo()
+    # the operands left out come back equal when asked for
+    assert read.symmetry.scaled_map(0, 0).to_Matrix() == built.symmetry.scaled_map(0, 0).to_Matrix()
+
+
+def test_a_named_coupling_keeps_its_values_through_the_cache(monkeypatch):
+    """A :class:`CouplingNumber` read back from a pickle has the values it had computed, and a
+    value known to more digits answers a request for fewer (the report asks for 17 and 30 digits
+    of numbers the derivation computed at 40)."""
+    from gdln.derive.algebraic import CouplingNumber
+
+    x = sympy.Symbol("x")
+    root = sympy.CRootOf(x**3 - x - 1, 0)
+    vector = sympy.ImmutableMatrix([1, root])
+    identity = sympy.ImmutableMatrix.eye(2)
+    number = CouplingNumber(0, 1, (vector, vector, vector, vector, identity, identity))
+    exact = number.value(40)
+    read = cache._loads(cache._dumps(number), Path("unused"))
+
+    def never(*args):
+        raise AssertionError("computed again from the vectors")
+
+    monkeypatch.setattr(CouplingNumber, "_compute", never)
+    assert read == number and read.value(40) == exact
+    assert float(read.evalf(17)) == float(exact) == 1.0  # (1 + r^2)^2 / |(1, r)|^4
+    assert abs(read.value(30) - exact) < 10.0**-29
+
+
+def test_garbled_or_foreign_derivation_entries_are_rebuilt(disk_cache):
+    """A derivation entry that does not match its digest (a byte changed), or that is another
+    derivation's, and a mode file that does not match its name, are rebuilt, never read; the
+    rebuilt entry is written again and read back from then on."""
+    from gdln.derive.derivation import NetworkDerivation
+
+    task = load_spec(XOR_SPEC)
+    names = [n.name for n in task.networks]
+    built = {name: TaskPredictions(task).derivation(name) for name in names}
+    speeds = {name: built[name].speed for name in names}
+    assert cache.flush() == len(names)
+    keys = {name: cache.key_of(built[name]) for name in names}
+    entry = disk_cache / "derivations" / keys["linear"] / "derivation.pickle"
+    builds = []
+
+    def read(*chosen):
+        """A new process's reads: each derivation from disk, else built (and counted)."""
+        cache._memory.clear()
+        cache._modes.clear()
+        cache._mode_names.clear()
+        for name in chosen:
+            found = cache.derivation(keys[name], lambda name=name: builds.append(name) or NetworkDerivation(task, name))
+            assert found.speed == speeds[name]
+
+    read("linear")
+    assert builds == []  # the entry as written is read
+    data = bytearray(entry.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    entry.write_bytes(bytes(data))
+    read("linear")
+    assert builds == ["linear"]
+    assert cache.flush() == 1  # written again, and read from then on
+    read("linear")
+    assert builds == ["linear"]
+    cache.flush()
+    entry.write_bytes((disk_cache / "derivations" / keys["xor"] / "derivation.pickle").read_bytes())
+    read("linear")  # a valid entry, but the xor network's
+    assert builds == ["linear"] * 2
+    cache.flush()
+    mode = next((disk_cache / "derivations" / "modes").glob("*.pickle"))
+    mode.write_bytes(mode.read_bytes()[:-1])  # cut short
+    read(*names)
+    assert len(builds) == 3  # the network that holds the mode is rebuilt
+    assert not mode.exists()  # removed: the next flush writes it again
+    assert cache.flush() == 1 and mode.is_file()
+    read(*names)
+    assert len(builds) == 3
+
+
+def test_derive_summary_is_read_back_and_a_stale_or_garbled_one_recomputed(capsys, tmp_path, monkeypatch):
+    """``gdln derive``'s summary is kept beside the derivation: a warm run prints it without
+    deriving or printing anything again. A summary file cut short, changed after it was written
+    (still valid JSON), or written for other parameter values is computed again and rewritten:
+    the output stays the cold run's."""
+    from gdln.verify import reports
+
+    monkeypatch.setenv(cache.CACHE_ENV, str(tmp_path))
+    previous = cache.cache_root()
+    cache.clear(tmp_path)
+
+    def derive(*extra):
+        cache._memory.clear()
+        cache._documents.clear()
+        cache._modes.clear()
+        assert main(["derive", str(XOR_SPEC), "--network", "xor", *extra]) == 0
+        return capsys.readouterr().out
+
+    try:
+        cold = derive()
+        (summary,) = (tmp_path / "derivations").glob("*/summary-*.json")
+        written = summary.read_text()
+        recomputed = []
+        original = reports.derive_report
+
+        def counting(*args, **kwargs):
+            recomputed.append(1)
+            return original(*args, **kwargs)
+
+        monkeypatch.setattr(reports, "derive_report", counting)
+        assert derive() == cold and recomputed == []  # read back: nothing derived or printed again
+        summary.write_text(written[: len(written) // 2])
+        assert derive() == cold and len(recomputed) == 1
+        assert summary.read_text() == written  # rewritten whole
+        entry = json.loads(written)
+        entry["content"]["speed"]["value"] = 123.0
+        summary.write_text(json.dumps(entry))
+        assert derive() == cold and len(recomputed) == 2
+        other = derive("--set", "Delta=2")
+        assert other != cold and len(recomputed) == 3
+        (stale,) = set((tmp_path / "derivations").glob("*/summary-*.json")) - {summary}
+        summary.write_text(stale.read_text())  # a summary for Delta = 2 under Delta = 1's name
+        assert derive() == cold and len(recomputed) == 4
+    finally:
+        cache.clear(tmp_path)
+        if previous is None:
+            cache.disable()
+            use_compilation_cache(None)
+        else:
+            cache.enable(previous)
+            use_compilation_cache(previous / "jax")
+
+
 def test_a_derivation_that_raised_is_not_flushed(disk_cache):
     """A build that raises (a shared graph asked for its module derivation) leaves nothing for
     flush() to write: the next flush in the process writes the rest, where it raised KeyError."""

@@ -24,7 +24,7 @@ def test_equation_map_names_existing_code():
 
 
 def _readme_number(value) -> str:
-    """A limit as the README's table writes it: 10^k for float limits and for integers of a million
+    """A limit as the limits table (docs/specs.md) writes it: 10^k for float limits and for integers of a million
     or more that are powers of ten, MiB for byte counts (named *_BYTES), else the integer."""
     if isinstance(value, float) or (value >= 10**6 and str(value).rstrip("0") == "1"):
         exponent = round(math.log10(value))
@@ -36,8 +36,8 @@ def _readme_number(value) -> str:
 def test_limits_table_gives_the_numbers_of_the_code():
     from gdln.derive import expressions, limits
 
-    text = (ROOT / "README.md").read_text()
-    table = text[text.index("### Limits and checks") :]
+    text = (ROOT / "docs" / "specs.md").read_text()
+    table = text[text.index("## Limits and checks") :]
     rows = {}
     for line in table.splitlines()[1:]:
         if not line.startswith("|"):

@@ -78,3 +78,55 @@ def test_importing_gdln_has_no_side_effects():
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, check=True)
     assert result.stdout.splitlines()[0] == "False False None"
     assert result.stderr.strip().splitlines()[-1] == "True"
+
+
+def _runtime_imports(path, package):
+    """Modules of the same layer that ``path`` imports when it runs (imports inside functions
+    included); imports under ``if TYPE_CHECKING:`` only name types and are left out."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    typing_only = {
+        id(sub)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+        for sub in ast.walk(node)
+    }
+    siblings = {p.stem for p in path.parent.glob("*.py")}
+    found = set()
+    for node in ast.walk(tree):
+        if id(node) in typing_only or not isinstance(node, ast.ImportFrom):
+            continue
+        if node.level == 1:
+            found |= {node.module.split(".")[0]} if node.module else {a.name for a in node.names}
+        elif node.level == 0 and node.module and node.module.startswith(package + "."):
+            found.add(node.module[len(package) + 1 :].split(".")[0])
+    return found & siblings
+
+
+def _cycles(graph):
+    found, state, stack = [], {}, []
+
+    def visit(node):
+        state[node] = "open"
+        stack.append(node)
+        for other in sorted(graph[node]):
+            if state.get(other) == "open":
+                found.append([*stack[stack.index(other) :], other])
+            elif other not in state:
+                visit(other)
+        stack.pop()
+        state[node] = "done"
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node)
+    return found
+
+
+@pytest.mark.parametrize(("folder", "package"), LAYERS)
+def test_no_import_cycle_inside_a_layer(folder, package):
+    graph = {path.stem: _runtime_imports(path, package) for path in sorted((ROOT / folder).glob("*.py"))}
+    assert _cycles(graph) == []
+
+
+def test_the_cycle_check_sees_a_cycle():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == [["a", "b", "c", "a"]]

@@ -24,7 +24,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from tqdm import tqdm
 
 from gdln.derive.derivation import NetworkDerivation
 from gdln.derive.errors import SpecError
@@ -33,6 +32,7 @@ from gdln.numeric.gate_finding import ROUNDING, Clustering, cluster_rows, relu_g
 from gdln.numeric.prediction import GRADIENT_DESCENT, REDUCED_FLOW, Prediction, TaskPredictions
 
 from .checks import check_values
+from .progress import Stages, plural
 from .realizability import realizable
 from .reports import (
     check_training_size,
@@ -126,15 +126,21 @@ def find_gates_report(
     # one draw of initial weights: the runs whose gates are sampled, and the alignment phase the
     # theory starts from, are the same runs
     initial = relu_initial_weights(task, training)
+    cluster_counts = sorted(set(clusters))
+    step = Stages("find-gates", 2 + len(cluster_counts))
+    step(f"training the ReLU network ({plural(training.seeds, 'seed')}, {plural(snapshots, 'snapshot')})")
     sampled = relu_gate_snapshots(inputs, targets, initial, training.learning_rate, training.epochs, snapshots)
     epochs = sampled.losses.shape[1] - 1
     stride = theory_stride(epochs)
     ts = epoch_grid(epochs, stride)
     relu_mean = sampled.losses.mean(axis=0)[::stride]
+    step("alignment phase of the same runs")
     alignment = relu_alignment(models, initial, values, training)
     rows, counts = sampled.rows()
-    entries, networks = [], {}
-    for k in tqdm(sorted(set(clusters)), desc="find-gates", disable=None, leave=False):
+    entries: list[dict[str, Any]] = []
+    networks: dict[int, Network] = {}
+    for k in cluster_counts:
+        step(f"k-means with k = {k}, and the found GDLN's loss")
         clustering = cluster_rows(rows, counts, k)
         network = found_network(clustering, training.hidden_units, task.num_inputs, task.num_outputs, f"found-{k}")
         networks[k] = network
@@ -165,6 +171,7 @@ def find_gates_report(
                 "inertia": clustering.inertia,
             }
         )
+    step.close()
     ks = [e["k"] for e in entries]
     chosen = elbow(ks, [e["mse"] for e in entries])
     report: dict[str, Any] = {
@@ -190,5 +197,5 @@ def find_gates_report(
     network = networks[chosen]
     report["network"] = network.name
     where = ", ".join(f"{s.name} = {v:g}" for s, v in values.items()) or "no parameters"
-    comment = f"gates found by k-means with k = {chosen} ({where}; {training.seeds} seed(s)), from gdln find-gates"
+    comment = f"gates found by k-means with k = {chosen} ({where}; {training.seeds} seed{'' if training.seeds == 1 else 's'}), from gdln find-gates"
     return report, network_toml(network, comment)

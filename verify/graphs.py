@@ -16,7 +16,6 @@ from typing import Any, cast
 
 import jax.numpy as jnp
 import numpy as np
-from tqdm import tqdm
 
 from gdln.derive import cache
 from gdln.derive.errors import SpecError
@@ -29,6 +28,7 @@ from gdln.numeric.graph_network import graph_forward, graph_layout, train_graph
 from gdln.numeric.shared_flow import SharedFlow
 
 from .checks import check_training_size
+from .progress import progress
 
 #: a crossing of 10% / 50% of the initial loss, read off per-epoch curves
 LEVELS = {"t_90": 0.1, "t_half": 0.5}
@@ -56,7 +56,7 @@ def shared_race_report(task: Task, overrides: Mapping[str, float] | None = None)
     values = task.values(overrides)
     training = task.training
     entries = []
-    for name, flow in _flows(task, values).items():
+    for name, flow in progress(_flows(task, values).items(), "race", label=lambda item: item[0]):
         b0 = flow.balanced_state(training.init_scale)
         losses, _ = flow.descent(b0, training.learning_rate, training.epochs)
         entry: dict[str, Any] = {"name": name, "paths": len(flow.graph.paths), "modes": flow.modes}
@@ -95,7 +95,7 @@ def graph_verify_report(
     values = task.values(overrides)
     inputs, targets = NumericDataset(task)([values[s] for s in task.parameters])
     entries = []
-    for name, flow in _flows(task, values).items():
+    for name, flow in progress(_flows(task, values).items(), "verify", label=lambda item: item[0]):
         network = task.network(name)
         assert network.graph is not None or not network.shared
         layout = graph_layout(flow.graph, task.num_datapoints)
@@ -373,11 +373,11 @@ def zero_shot_report(
 
     by_k = [
         {"trained_domains": k, "fraction": k / domains, **run(k, 0.02)}
-        for k in tqdm(trained, desc="zero-shot: K", disable=None, leave=False)
+        for k in progress(trained, "zero-shot: trained domains", label=lambda k: f"K = {k}")
     ]
     by_scale = [
         {"init_scale": scale, **run(scale_trained, scale)}
-        for scale in tqdm(init_scales, desc="zero-shot: init scale", disable=None, leave=False)
+        for scale in progress(init_scales, "zero-shot: init scale", label=lambda scale: f"{scale:g}")
     ]
     return {
         "data": data,

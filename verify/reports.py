@@ -5,20 +5,22 @@ Expressions are SymPy ``str()`` text; values are floats at the current parameter
 
 from __future__ import annotations
 
+import hashlib
 import io
 import math
 from collections.abc import Mapping
 from itertools import combinations
+from pathlib import Path
 from typing import Any
 
 import jax.numpy as jnp
 import numpy as np
 import sympy
-from tqdm import tqdm
 
-from gdln.derive.algebraic import as_text
+from gdln.derive import cache
+from gdln.derive.algebraic import as_text, describe
 from gdln.derive.crossover import Crossover
-from gdln.derive.derivation import NetworkDerivation
+from gdln.derive.derivation import TIME, NetworkDerivation
 from gdln.derive.errors import SpecError
 from gdln.derive.spec import Network, Task
 from gdln.numeric.alignment import OUTPUT_FRACTION, Alignment, align, aligned_network
@@ -36,7 +38,9 @@ from gdln.numeric.sharding import device_count
 from gdln.numeric.training import gdln_layout, initial_relu_weights, train_gdln, train_relu
 
 from .checks import check_training_size, check_values
+from .display import RaceReport, VerifyReport
 from .files import write_atomic
+from .progress import Stages, plural, progress
 from .representations import gate_census, hidden_layers, mds_comparison
 
 
@@ -45,7 +49,13 @@ def _number(expr: sympy.Expr, values: Mapping) -> float:
 
 
 def _entry(expr: sympy.Expr, values: Mapping) -> dict:
-    return {"expr": as_text(expr), "value": _number(expr, values)}
+    """An expression's exact text and value; with ``algebraic`` (:func:`derive.algebraic.describe`)
+    when it holds ``CRootOf`` numbers, so that text output can give the value and its kind."""
+    entry = {"expr": as_text(expr), "value": _number(expr, values)}
+    described = describe(expr)
+    if described is not None:
+        entry["algebraic"] = described
+    return entry
 
 
 def _finite_or_none(value: float):
@@ -97,29 +107,80 @@ def _class_entries(derivation, p: int, values: Mapping) -> list[dict]:
     return out
 
 
-def system_report(system, values: Mapping) -> dict:
-    """The reduced system (:class:`derive.derivation.ReducedSystem`) as JSON."""
+def system_report(system, values: Mapping, summary: bool = False, equations: str | None = None) -> dict:
+    """The reduced system (:class:`derive.derivation.ReducedSystem`) as JSON. ``summary``: the
+    ODEs and closed forms only for shared trajectories (``gdln derive`` prints no others), the
+    couplings by position, no loss. ``equations``: also their text in that style
+    (:func:`equation_text`), as ``display``."""
     closed = system.closed_forms
-    return {
+    written = not summary or system.kind == "groups"
+    variables = []
+    for i, (x, label, m, depth, s) in enumerate(
+        zip(system.variables, system.labels, system.multiplicities, system.depths, system.singular_values)
+    ):
+        variable = {
+            "name": x.name,
+            "label": label,
+            "multiplicity": m,
+            "depth": depth,
+            "s": _entry(s, values),
+            "d": _entry(system.coupling[i, i], values),
+        }
+        if written:
+            variable["ode"] = as_text(system.odes[i])
+            variable["closed_form"] = None if closed is None else as_text(closed[i])
+        if written and equations is not None:
+            function = sympy.Function(x.name)(TIME)
+            variable["display"] = {
+                "ode": equation_text(sympy.Derivative(function, TIME), system.rates[i], equations),
+                "closed_form": None if closed is None else equation_text(function, closed[i], equations),
+            }
+        variables.append(variable)
+    report = {
         "kind": system.kind,
         "equation": "tau dx_i/dt = D x_i^(2-2/D) (s_i - sum_j C_ij x_j)",
-        "variables": [
-            {
-                "name": x.name,
-                "label": label,
-                "multiplicity": m,
-                "depth": depth,
-                "s": _entry(s, values),
-                "d": _entry(system.coupling[i, i], values),
-                "ode": as_text(system.odes[i]),
-                "closed_form": None if closed is None else as_text(closed[i]),
-            }
-            for i, (x, label, m, depth, s) in enumerate(
-                zip(system.variables, system.labels, system.multiplicities, system.depths, system.singular_values)
-            )
+        "variables": variables,
+        "coupling": [
+            {"row": i, "column": j} if summary else {"row": i, "column": j, **_entry(c, values)}
+            for i, j, c in system.nonzero_couplings
         ],
-        "coupling": [{"row": i, "column": j, **_entry(c, values)} for i, j, c in system.nonzero_couplings],
-        "loss": as_text(system.loss),
+    }
+    if not summary:
+        report["loss"] = as_text(system.loss)
+    return report
+
+
+#: the styles of :func:`equation_text`
+EQUATION_STYLES = ("plain", "pretty", "ascii")
+
+
+def equation_text(lhs: sympy.Expr, rhs: sympy.Expr, style: str) -> str:
+    """``lhs = rhs`` for a terminal: ``"plain"`` one line of SymPy's text (a derivative written
+    ``dx/dt``), ``"pretty"`` SymPy's pretty printer in unicode, ``"ascii"`` the same in ASCII
+    (several lines). Algebraic numbers with no radical form appear as their value with its kind
+    (:func:`root_names`), never as their ``CRootOf`` polynomial."""
+    names = root_names(rhs)
+    rhs = rhs.xreplace({root: symbol for root, (symbol, _) in names.items()}) if names else rhs
+    if style == "plain":
+        if isinstance(lhs, sympy.Derivative):
+            (variable, _), *_ = lhs.variable_count
+            lhs_text = f"d{lhs.expr.func}/d{variable}"
+        else:
+            lhs_text = as_text(lhs)
+        text = f"{lhs_text} = {as_text(rhs)}"
+    else:
+        text = sympy.pretty(sympy.Eq(lhs, rhs, evaluate=False), use_unicode=style == "pretty", wrap_line=False)
+    legend = [f"{symbol} = {note}" for symbol, note in names.values()]
+    return text + ("\n  where " + "; ".join(legend) if legend else "")
+
+
+def root_names(expr: sympy.Expr) -> dict:
+    """Each ``CRootOf`` number of ``expr`` with a symbol ``r1, r2, ...`` that stands for it in
+    text, and what to say of it: its value, that it is algebraic, its degree."""
+    roots = sorted(sympy.sympify(expr).atoms(sympy.CRootOf), key=lambda r: float(r))
+    return {
+        root: (sympy.Symbol(f"r{k + 1}"), f"{float(root):.10g} (algebraic of degree {root.poly.degree()})")
+        for k, root in enumerate(roots)
     }
 
 
@@ -127,10 +188,10 @@ def system_report(system, values: Mapping) -> dict:
 COUPLING_NUMBER_DEFINITION = "c(k, l) = (u_k^T E_p^T E_q u_l) (v_l^T Sigma_x(q, p) v_k) / (n_k s_k n_l s_l)"
 
 
-def coupling_number_entries(derivation: NetworkDerivation, values: Mapping) -> dict | None:
+def coupling_number_entries(derivation: NetworkDerivation, values: Mapping, summary: bool = False) -> dict | None:
     """The named couplings of a derivation with their definition: each coupling's two modes and
     value, and the exact unnormalised vectors ``u, v``, norm factor ``n`` and ``s`` of every
-    mode they involve, written once (``None`` when there are none)."""
+    mode they involve, written once (``None`` when there are none; ``summary``: no vectors)."""
     numbers = derivation.coupling_numbers
     if not numbers:
         return None
@@ -140,7 +201,7 @@ def coupling_number_entries(derivation: NetworkDerivation, values: Mapping) -> d
     def mode_of(k):
         return [names[refs[k].pathway], refs[k].mode]
 
-    return {
+    entries = {
         "definition": COUPLING_NUMBER_DEFINITION,
         "couplings": [
             {
@@ -151,6 +212,11 @@ def coupling_number_entries(derivation: NetworkDerivation, values: Mapping) -> d
             }
             for c in numbers
         ],
+    }
+    if summary:
+        return entries
+    return {
+        **entries,
         "mode_vectors": [
             {
                 "index": k,
@@ -193,11 +259,21 @@ def _crossover_entries(found: list[Crossover], values: Mapping) -> list[dict]:
 
 
 def derive_report(
-    task: Task, network: str, overrides: Mapping[str, float] | None = None, models: TaskPredictions | None = None
+    task: Task,
+    network: str,
+    overrides: Mapping[str, float] | None = None,
+    models: TaskPredictions | None = None,
+    summary: bool = False,
+    equations: str | None = None,
 ) -> dict:
     """The derivation of one network: effective datasets, modes and their classes, the reduced
     system (group variables where the group reduction is exact, modes otherwise), assumptions,
-    loss, speed and crossovers with the task's other networks."""
+    loss, speed and crossovers with the task's other networks.
+
+    ``summary``: what ``gdln derive`` prints by default, the same keys without the long texts
+    (matrices, each mode's ODE and closed form, couplings' expressions, loss, vectors; see
+    :func:`derive_summary`). ``equations`` (one of :data:`EQUATION_STYLES`): the text of the
+    equations printed, under ``display`` (not part of the JSON)."""
     models = models or TaskPredictions(task)
     values = task.values(overrides)
     derivation = models.derivation(task.network(network).name)
@@ -206,41 +282,91 @@ def derive_report(
     position = 0
     for p, pathway_derivation in enumerate(derivation.pathways):
         count = len(pathway_derivation.modes)
-        pathways.append(
-            {
-                "name": pathway_derivation.name,
-                "active": list(pathway_derivation.pathway.active),
-                "gate": gate_description(task, pathway_derivation.pathway.active),
-                "shape": list(pathway_derivation.sigma_yx.shape),
-                "rank": count,
-                "depth": pathway_derivation.pathway.depth,
+        entry = {
+            "name": pathway_derivation.name,
+            "active": list(pathway_derivation.pathway.active),
+            "gate": gate_description(task, pathway_derivation.pathway.active),
+            "shape": list(pathway_derivation.sigma_yx.shape),
+            "rank": count,
+            "depth": pathway_derivation.pathway.depth,
+            "classes": _class_entries(derivation, p, values),
+        }
+        if not summary:
+            rates = derivation.rates[position : position + count]
+            closed_forms = None if closed is None else closed[position : position + count]
+            entry |= {
                 "sigma_yx": as_text(pathway_derivation.sigma_yx),
                 "sigma_x": as_text(pathway_derivation.sigma_x),
-                "classes": _class_entries(derivation, p, values),
                 "singular_values": [_entry(m.s, values) for m in pathway_derivation.modes],
                 "input_variances": [_entry(m.d, values) for m in pathway_derivation.modes],
-                "odes": [as_text(r) for r in derivation.rates[position : position + count]],
-                "closed_form": None if closed is None else [as_text(c) for c in closed[position : position + count]],
+                "odes": [as_text(r) for r in rates],
+                "closed_form": None if closed_forms is None else [as_text(c) for c in closed_forms],
             }
-        )
+            if equations is not None:
+                strengths = [sympy.Function(a.name)(TIME) for a in pathway_derivation.strengths]
+                entry["display"] = {
+                    "odes": [equation_text(sympy.Derivative(a, TIME), r, equations) for a, r in zip(strengths, rates)],
+                    "closed_form": None
+                    if closed_forms is None
+                    else [equation_text(a, c, equations) for a, c in zip(strengths, closed_forms)],
+                }
+        pathways.append(entry)
         position += count
-    loss = derivation.loss if derivation.loss is not None else derivation.loss_in_strengths
     found = _crossover_entries(network_crossovers(models, derivation.network.name, values), values)
+    named = coupling_number_entries(derivation, values, summary)
+    loss = {"closed_form": derivation.loss is not None, "initial": _entry(derivation.initial_loss, values)}
+    if not summary:
+        loss = {
+            "expr": as_text(derivation.loss if derivation.loss is not None else derivation.loss_in_strengths),
+            **loss,
+        }
     return {
         "network": derivation.network.name,
         "parameters": {s.name: v for s, v in values.items()},
         "pathways": pathways,
-        "system": system_report(derivation.reduced_system, values),
+        "system": system_report(derivation.reduced_system, values, summary, equations),
         "assumptions": derivation.assumptions,
-        **({"coupling_numbers": named} if (named := coupling_number_entries(derivation, values)) else {}),
-        "loss": {
-            "expr": as_text(loss),
-            "closed_form": derivation.loss is not None,
-            "initial": _entry(derivation.initial_loss, values),
-        },
+        **({"coupling_numbers": named} if named else {}),
+        "loss": loss,
         "speed": _entry(derivation.speed, values),
         "crossovers": found,
     }
+
+
+def derive_summary(
+    task: Task,
+    network: str,
+    overrides: Mapping[str, float] | None = None,
+    models: TaskPredictions | None = None,
+    equations: str = "plain",
+) -> dict:
+    """:func:`derive_report` with ``summary``, kept in the derivation cache (``summary-*.json``
+    beside the derivation, :func:`derive.cache.document`): a warm ``gdln derive`` reads it
+    instead of printing the derivation's expressions again. It is keyed by the derivation and
+    depends on the parameter values, the task's other networks (crossovers), the equations'
+    style, SymPy's version and this module's source."""
+    models = models or TaskPredictions(task)
+    chosen = task.network(network)
+    values = task.values(overrides)
+    depends = "\n".join(
+        [
+            _SOURCE_DIGEST,
+            sympy.__version__,
+            equations,
+            repr(sorted((s.name, float(v).hex()) for s, v in values.items())),
+            *(cache.derivation_key(task, other) for other in task.networks if other.name != chosen.name),
+        ]
+    )
+    return cache.document(
+        cache.derivation_key(task, chosen),
+        "summary",
+        depends,
+        lambda: derive_report(task, chosen.name, overrides, models, summary=True, equations=equations),
+    )
+
+
+#: a digest of this module: reports made by other code are not read back (:func:`derive_summary`)
+_SOURCE_DIGEST = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
 
 
 def staged_report(models: TaskPredictions, name: str, ts, values: Mapping, exact_curve: np.ndarray) -> dict:
@@ -278,7 +404,7 @@ def flow_race(
     values = check_values(task, overrides, models)
     vector, training = _vector(task, values), task.training
     entries = {}
-    for network in tqdm(task.networks, desc="race", disable=None, leave=False):
+    for network in progress(task.networks, "race", label=lambda network: network.name):
         prediction = Prediction(models.derivation(network.name), kind=REDUCED_FLOW)
         result = prediction.race(training.init_scale, training.tau, vector, training.epochs)
         entries[network.name] = {
@@ -315,7 +441,7 @@ def race_report(
     horizon = training.epochs
     derivations = {n.name: models.derivation(n.name) for n in task.networks}
     networks = []
-    for name, derivation in tqdm(derivations.items(), desc="race", disable=None, leave=False):
+    for name, derivation in progress(derivations.items(), "race", label=lambda item: item[0]):
         # crossings solved on the dynamics themselves, no sampling grid (numeric.race.RaceResult)
         prediction = models.prediction(name)
         result = prediction.race(training.init_scale, training.tau, vector, horizon)
@@ -353,14 +479,16 @@ def race_report(
         winner = None  # none reaches 10% within the horizon and the best losses there are equal (e.g. both still 1.0)
     pairs = combinations(derivations, 2)
     found = _crossover_entries([c for a, b in pairs for c in models.crossovers(a, b, values)], values)
-    return {
-        "parameters": {s.name: v for s, v in values.items()},
-        "horizon": horizon,
-        "networks": networks,
-        "ranking": ranking,
-        "winner": winner,
-        "crossovers": found,
-    }
+    return RaceReport(
+        {
+            "parameters": {s.name: v for s, v in values.items()},
+            "horizon": horizon,
+            "networks": networks,
+            "ranking": ranking,
+            "winner": winner,
+            "crossovers": found,
+        }
+    )
 
 
 def _settings(task: Task, seeds: int | None, epochs: int | None):
@@ -569,7 +697,7 @@ def align_report(task: Task, overrides=None, seeds: int | None = None) -> tuple[
     report.update(alignment_entry(alignment, [*task.networks, network]))
     report["network"] = network.name
     where = ", ".join(f"{s.name} = {v:g}" for s, v in values.items()) or "no parameters"
-    comment = f"settled gate patterns of the alignment phase ({where}; {training.seeds} seed(s)), from gdln align"
+    comment = f"settled gate patterns of the alignment phase ({where}; {training.seeds} seed{'' if training.seeds == 1 else 's'}), from gdln align"
     return report, network_toml(network, comment)
 
 
@@ -588,6 +716,34 @@ def check_prediction_models(task: Task, initial_conditions: str, time_model: str
             "gradient descent is followed from the alignment phase only (--initial-conditions alignment)",
         )
     return time_model
+
+
+def followed_candidate(networks: list[dict]) -> tuple[str | None, list[str]]:
+    """Verify's rule: the candidate the ReLU network follows is the one with the smallest largest
+    deviation (to 4 decimals of the initial loss), then the smallest mean deviation; candidates
+    from the alignment phase itself and non-finite deviations never count. ``None``, with a
+    note, when none is finite or the two best are the same curve."""
+    notes: list[str] = []
+    # a candidate whose deviation is not finite can never be the one followed (min() would let a NaN win)
+    candidates = [
+        n
+        for n in networks
+        if math.isfinite(n["max_deviation"]) and math.isfinite(n["mean_deviation"]) and not n["from_alignment"]
+    ]
+    ranked = sorted(candidates, key=lambda n: (round(n["max_deviation"], 4), n["mean_deviation"]))
+    follows = ranked[0]["name"] if ranked else None
+    if follows is None:
+        notes.append("no candidate's deviation from the ReLU network is finite: none is followed")
+    elif len(ranked) > 1 and all(
+        abs(ranked[0][k] - ranked[1][k]) <= 1e-12 * max(1.0, abs(ranked[0][k]))
+        for k in ("max_deviation", "mean_deviation")
+    ):
+        # e.g. every alignment phase still running at the horizon: the predictions are the same curve
+        notes.append(
+            f"{ranked[0]['name']} and {ranked[1]['name']} are predicted the same curve within the horizon: none is followed"
+        )
+        follows = None
+    return follows, notes
 
 
 def verify_report(
@@ -622,10 +778,13 @@ def verify_report(
     ts = epoch_grid(training.epochs, stride)
     alignment: Alignment | None = None
     extra: tuple[Network, ...] = ()
+    step = Stages("verify", 2 + (initial_conditions == ALIGNMENT) + (task.contexts is not None))
     if initial_conditions == ALIGNMENT:
+        step("alignment phase of the ReLU runs")
         alignment = relu_alignment(models, initial, values, training)
         extra = (aligned_candidate(models, alignment),)
     # the predictions are made from the initial weights alone, before the network is trained
+    step("predictions from the initial weights")
     predictors = candidate_predictions(models, extra)
     predictions = predicted_relu_curves(
         models,
@@ -638,6 +797,7 @@ def verify_report(
         time_model=time_model,
         alignment=alignment,
     )
+    step(f"training the ReLU network ({plural(training.seeds, 'seed')})")
     run, _, _ = train_network(task, "relu", overrides, seeds, epochs, models)
     relu = np.mean(np.asarray(run.losses), axis=0)[::stride]
     from_alignment = {n.name for n in extra}
@@ -661,42 +821,29 @@ def verify_report(
     notes += [
         note for name, curve in predictions.items() if (note := divergence_note(f"prediction of {name}", ts, curve))
     ]
-    # a candidate whose deviation is not finite can never be the one followed (min() would let a NaN win)
-    candidates = [
-        n
-        for n in networks
-        if math.isfinite(n["max_deviation"]) and math.isfinite(n["mean_deviation"]) and not n["from_alignment"]
-    ]
-    ranked = sorted(candidates, key=lambda n: (round(n["max_deviation"], 4), n["mean_deviation"]))
-    follows = ranked[0]["name"] if ranked else None
-    if follows is None:
-        notes.append("no candidate's deviation from the ReLU network is finite: none is followed")
-    elif len(ranked) > 1 and all(
-        abs(ranked[0][k] - ranked[1][k]) <= 1e-12 * max(1.0, abs(ranked[0][k]))
-        for k in ("max_deviation", "mean_deviation")
-    ):
-        # e.g. every alignment phase still running at the horizon: the predictions are the same curve
-        notes.append(
-            f"{ranked[0]['name']} and {ranked[1]['name']} are predicted the same curve within the horizon: none is followed"
-        )
-        follows = None
-    report: dict[str, Any] = {
-        "parameters": {s.name: v for s, v in values.items()},
-        "seeds": training.seeds,
-        "epochs": training.epochs,
-        "initial_conditions": initial_conditions,
-        "time_model": time_model,
-        "follows": follows,
-        "networks": networks,
-    }
+    follows, follow_notes = followed_candidate(networks)
+    notes += follow_notes
+    report: dict[str, Any] = VerifyReport(
+        {
+            "parameters": {s.name: v for s, v in values.items()},
+            "seeds": training.seeds,
+            "epochs": training.epochs,
+            "initial_conditions": initial_conditions,
+            "time_model": time_model,
+            "follows": follows,
+            "networks": networks,
+        }
+    )
     if alignment is not None:
         report["alignment"] = alignment_entry(alignment, [*task.networks, *extra])
     if notes:
         report["notes"] = notes
     if task.contexts is not None:
+        step("census of the hidden units, and the followed candidate's representations")
         inputs, _ = models.dataset(_vector(task, values))
         report["census"] = gate_census(task, inputs, *run.final)
         if representations and follows is not None:
             reln, _, _ = train_network(task, follows, overrides, 1, epochs, models)
             report["mds"] = {"network": follows, **mds_comparison(*hidden_layers(task, run, reln, follows, inputs))}
+    step.close()
     return report

@@ -17,6 +17,7 @@ from gdln.derive.errors import SpecError
 from gdln.derive.spec import Task
 from gdln.numeric.prediction import TaskPredictions
 
+from .progress import Stages, plural
 from .reports import flow_race, race_order, race_report
 from .search import searched_task
 from .union import union_report
@@ -54,7 +55,10 @@ def unique_report(
     if not task.networks:
         raise SpecError(task.source, "network", "uniqueness needs at least one [[network]]")
     models = TaskPredictions(task)
+    step = Stages("unique", 3)
+    step("automorphisms of the data")
     group = automorphisms(task)
+    step(f"race of {plural(len(task.networks), 'candidate')}")
     if search is None:
         race = race_report(task, overrides, models=models)
         parameters, by_name = race["parameters"], {n["name"]: n for n in race["networks"]}
@@ -79,7 +83,9 @@ def unique_report(
     orbits.sort(key=race_order)  # orbits rank as the race ranks networks
     margin = _margin(orbits[0], orbits[1]) if len(orbits) > 1 else None
     unique = len(orbits) == 1 or (margin is not None and margin > UNIQUENESS_TOLERANCE)
+    step("growth of the union network")
     union = union_report(task, overrides)
+    step.close()
     names = {n.name: n for n in task.networks}
     for orbit in orbits:
         orbit["pathways"] = [[list(p.active) for p in names[m].pathways] for m in orbit["networks"]]

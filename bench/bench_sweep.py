@@ -1,0 +1,155 @@
+"""Phase diagrams against training: ``python -m bench.bench_sweep [--quick]`` (also part of ``python -m bench``).
+
+Every figure is a ratio of two times from this run:
+
+- XoR, a Delta x init_scale grid (64 x 64, every candidate): the width-seeded race over the
+  whole grid once compiled, per point, against one compiled 12000-epoch ReLU run of 128 units
+  and one seed; and the alignment-seeded race per point against the same run;
+- a warm ``gdln sweep`` process (the 64 x 64 grid, no training) against a warm
+  ``gdln simulate --model relu --seeds 1`` process;
+- Section 4, 32 values of init_scale: the race per point against one Section 4 training run;
+- training at checked points: XoR runs (points x seeds) per second, batched in one program.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+XOR = ROOT / "examples" / "xor.toml"
+SECTION4 = ROOT / "examples" / "section4_context.toml"
+
+
+def _process_seconds(argv: list[str], cache_folder: str) -> float:
+    from gdln.derive.cache import CACHE_ENV
+
+    start = time.perf_counter()
+    subprocess.run(
+        [sys.executable, "-m", "gdln", *argv],
+        check=True,
+        capture_output=True,
+        cwd=ROOT,
+        env={**os.environ, CACHE_ENV: cache_folder},
+    )
+    return time.perf_counter() - start
+
+
+def sweep_benchmarks(quick: bool = False) -> dict:
+    import numpy as np
+
+    from bench.bench_race import timed
+    from gdln.derive.spec import load_spec
+    from gdln.numeric.prediction import TaskPredictions
+    from gdln.numeric.training import initial_relu_weights, train_relu_points
+    from gdln.verify.reports import train_network
+    from gdln.verify.sweep import _aligned_race, _finite_points, _grid, _width_race, parse_axis
+
+    side = 16 if quick else 64
+    xor = load_spec(XOR)
+    models = TaskPredictions(xor)
+    axes = [parse_axis(f"Delta=0.25:4:{side}", xor), parse_axis(f"init_scale=1e-6:1e-1:{side}:log", xor)]
+    grid = _grid(xor, axes, {})
+    ok, inputs, targets = _finite_points(models, grid)
+    rows = np.flatnonzero(ok)
+    _width_race(models, grid, rows)  # compile
+    theory = timed(lambda: _width_race(models, grid, rows), repeat=3)
+    _aligned_race(models, grid, rows[:8], (inputs, targets))  # compile
+    aligned = timed(lambda: _aligned_race(models, grid, rows, (inputs, targets)), repeat=1)
+    run = lambda: train_network(xor, "relu", seeds=1, models=models)[0].losses  # noqa: E731
+    run()
+    training_run = timed(run, repeat=3)
+
+    # training at checked points: 24 points x the spec's seeds in one program
+    chosen = rows[np.linspace(0, len(rows) - 1, 24).round().astype(int)]
+    seeds = xor.training.seeds
+    w1, w2 = (np.asarray(w) for w in initial_relu_weights(xor.training.hidden_units, 3, 1, 1.0, range(seeds)))
+    scale = grid.init_scale[chosen][:, None, None, None]
+    batch = (
+        np.repeat(inputs[chosen], seeds, axis=0),
+        np.repeat(targets[chosen], seeds, axis=0),
+        (scale * w1[None]).reshape(-1, *w1.shape[1:]),
+        (scale * w2[None]).reshape(-1, *w2.shape[1:]),
+        np.repeat(grid.learning_rate[chosen], seeds),
+    )
+    train_relu_points(*batch, xor.training.epochs)
+    checked = timed(lambda: train_relu_points(*batch, xor.training.epochs), repeat=1)
+    count, hidden = xor.num_datapoints, xor.training.hidden_units
+    step_flops = 2 * count * hidden * (2 * xor.num_inputs + 3 * xor.num_outputs)
+    runs = len(chosen) * seeds
+
+    with tempfile.TemporaryDirectory() as folder:
+        grid_flags = ["--grid", f"Delta=0.25:4:{side}", "--grid", f"init_scale=1e-6:1e-1:{side}:log"]
+        _process_seconds(["sweep", str(XOR), *grid_flags, "--json"], folder)
+        sweep_warm = _process_seconds(["sweep", str(XOR), *grid_flags, "--json"], folder)
+        _process_seconds(["simulate", str(XOR), "--model", "relu", "--seeds", "1", "--json"], folder)
+        simulate_warm = _process_seconds(["simulate", str(XOR), "--model", "relu", "--seeds", "1", "--json"], folder)
+
+    section4 = load_spec(SECTION4)
+    models4 = TaskPredictions(section4)
+    values = 4 if quick else 32
+    axes4 = [parse_axis(f"init_scale=1e-6:1e-2:{values}:log", section4)]
+    grid4 = _grid(section4, axes4, {})
+    rows4 = np.arange(grid4.size)
+    _width_race(models4, grid4, rows4[:1])
+    section4_theory = timed(lambda: _width_race(models4, grid4, rows4), repeat=1)
+    run4 = lambda: train_network(section4, "relu", seeds=1, models=models4)[0].losses  # noqa: E731
+    run4()
+    section4_run = timed(run4, repeat=1)
+    points = len(rows)
+    return {
+        "xor_points": points,
+        "xor_theory_seconds": theory,
+        "xor_training_run_seconds": training_run,
+        "xor_theory_over_one_run": theory / training_run,
+        "xor_cheaper_per_point": training_run / (theory / points),
+        "xor_aligned_seconds": aligned,
+        "xor_aligned_cheaper_per_point": training_run / (aligned / points),
+        "sweep_warm_process_seconds": sweep_warm,
+        "simulate_warm_process_seconds": simulate_warm,
+        "checked_runs": runs,
+        "checked_seconds": checked,
+        "checked_runs_per_second": runs / checked,
+        "checked_gflops": runs * xor.training.epochs * step_flops / checked / 1e9,
+        "section4_points": values,
+        "section4_theory_seconds": section4_theory,
+        "section4_training_run_seconds": section4_run,
+        "section4_cheaper_per_point": section4_run / (section4_theory / values),
+    }
+
+
+def print_sweep(report: dict) -> None:
+    r = report
+    print(f"phase diagrams (XoR, {r['xor_points']} grid points, every candidate):")
+    print(
+        f"  width-seeded race over the grid once compiled: {r['xor_theory_seconds']:.3f} s against one compiled "
+        f"12000-epoch ReLU run {r['xor_training_run_seconds']:.3f} s ({r['xor_theory_over_one_run']:.2f}x of one run; "
+        f"{r['xor_cheaper_per_point']:.0f}x cheaper per point)"
+    )
+    print(
+        f"  alignment-seeded race: {r['xor_aligned_seconds']:.2f} s ({r['xor_aligned_cheaper_per_point']:.0f}x cheaper per point than a run)"
+    )
+    print(
+        f"  warm processes: gdln sweep (no training) {r['sweep_warm_process_seconds']:.1f} s, "
+        f"gdln simulate --seeds 1 {r['simulate_warm_process_seconds']:.1f} s"
+    )
+    print(
+        f"  training at checked points: {r['checked_runs']} runs in {r['checked_seconds']:.2f} s "
+        f"({r['checked_runs_per_second']:.1f} runs/s, {r['checked_gflops']:.2f} GFLOP/s)"
+    )
+    print(
+        f"  Section 4, {r['section4_points']} init scales: race {r['section4_theory_seconds']:.1f} s against one training run "
+        f"{r['section4_training_run_seconds']:.1f} s ({r['section4_cheaper_per_point']:.1f}x cheaper per point; "
+        "its reduced flows are solved point by point)"
+    )
+
+
+if __name__ == "__main__":
+    from gdln.numeric.precision import use_x64
+
+    use_x64()
+    print_sweep(sweep_benchmarks("--quick" in sys.argv))

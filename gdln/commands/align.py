@@ -1,0 +1,39 @@
+"""gdln align: the alignment phase of the ReLU network."""
+
+from __future__ import annotations
+
+from gdln.verify.files import check_writable
+
+from ._common import (
+    _append_network,
+    _emit,
+    _load,
+    _overrides,
+    with_spec,
+)
+
+
+def _render_align(report):
+    print(f"alignment phase: ends at epochs {report['time']} (output at {report['output_fraction']:g} of the targets)")
+    for p in report["patterns"]:
+        print(f"  on at datapoints {p['active']}: units per seed {p['units']}")
+    for name, counts in report["unmatched_units"].items():
+        print(f"  units matching no pathway of {name}: {counts}")
+
+
+def cmd_align(args):
+    from gdln.verify.reports import align_report
+
+    task = _load(args)
+    if args.write_spec:
+        check_writable(args.write_spec, "--write-spec")
+    report, network_toml = align_report(task, _overrides(args), args.seeds)
+    _append_network(args, network_toml, report)
+    _emit(report, args.json, _render_align)
+
+
+def add_parser(sub) -> None:
+    p = with_spec(sub, "align", "the alignment phase of the ReLU network: settled gate patterns (no training)")
+    p.add_argument("--seeds", type=int, help="number of seeds (0, 1, ...)")
+    p.add_argument("--write-spec", metavar="FILE", help="write the spec with the patterns' GDLN added as a network")
+    p.set_defaults(run=cmd_align)

@@ -1,0 +1,30 @@
+"""gdln cache: where the caches are."""
+
+from __future__ import annotations
+
+from gdln.derive import cache
+
+from ._common import (
+    _emit,
+)
+
+
+def cmd_cache(args):
+    if args.clear:
+        cache.clear()
+    usage = cache.usage()
+    _emit(
+        usage,
+        args.json,
+        lambda u: print(
+            f"{u['path']}: derivations {u['derivations']['files']} files, {u['derivations']['bytes'] / 1e6:.1f} MB; "
+            f"compiled code {u['jax']['files']} files, {u['jax']['bytes'] / 1e6:.1f} MB"
+        ),
+    )
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("cache", help="where the derivation and compilation caches are, and their size")
+    p.add_argument("--clear", action="store_true", help="remove them")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(run=cmd_cache)

@@ -1,0 +1,94 @@
+"""gdln race: rank the candidate networks and find crossovers."""
+
+from __future__ import annotations
+
+from ._common import (
+    ALGEBRAIC_NOTE,
+    _emit,
+    _fmt,
+    _has_algebraic,
+    _load,
+    _overrides,
+    _parameters_line,
+    _percent,
+    _value_text,
+    with_spec,
+)
+
+
+def _race_rows(report) -> tuple[list[tuple[str, ...]], str | None]:
+    """The race's columns as text, and the speed they share when every network has the same."""
+    networks = report["networks"]
+    shared = networks[0]["speed"] if len({n["speed"]["expr"] for n in networks}) == 1 and len(networks) > 1 else None
+    rows = [("network", *(() if shared else ("speed",)), "t_half", "t_90", "final loss", "dynamics")]
+    for n in networks:
+        speed = () if shared else (_value_text(n["speed"], "s"),)
+        rows.append((n["name"], *speed, _fmt(n["t_half"]), _fmt(n["t_90"]), _percent(n["final_loss"]), n["dynamics"]))
+    return rows, None if shared is None else _value_text(shared, "s")
+
+
+def _render_race(report):
+    _parameters_line(report["parameters"])
+    rows, shared = _race_rows(report)
+    if shared:
+        print(f"every network has the same speed (largest singular value s): {shared}")
+    widths = [max(len(row[k]) for row in rows) for k in range(len(rows[0]))]
+    for row in rows:
+        print("  " + "   ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
+    print(
+        f"t_half, t_90: epochs until the loss falls to 50% and 10% of its initial value; final loss: at epoch "
+        f"{report['horizon']:g}, in % of the initial loss"
+    )
+    for n in report["networks"]:
+        if "staged" in n:
+            st = n["staged"]
+            kind = "closed form" if st["rest_closed_form"] else "reduced flow"
+            print(
+                f"  {n['name']} staged ({st['first']} first, the rest on its residual, {kind}): "
+                f"max deviation {_percent(st['max_deviation'])} of the initial loss"
+            )
+    print(f"ranking: {', '.join(report['ranking'])}")
+    print(f"winner: {report['winner']}")
+    for c in report["crossovers"]:
+        a, b = c["networks"]
+        print(
+            f"crossover {a} / {b}: {c['parameter']}* = {_value_text(c)} (faster below: {c['faster_below']}, above: {c['faster_above']})"
+        )
+    if _has_algebraic(report):
+        print(ALGEBRAIC_NOTE)
+
+
+def cmd_race(args):
+    from gdln.verify.reports import race_report
+
+    task = _load(args)
+    if any(network.shared for network in task.networks):
+        from gdln.verify.graphs import shared_race_report
+
+        _emit(shared_race_report(task, _overrides(args)), args.json, _render_shared_race)
+        return
+    _emit(race_report(task, _overrides(args), staged=args.staged), args.json, _render_race)
+
+
+def _render_shared_race(report):
+    print("race of the shared-edge reduction (Eq. 6) in gradient-descent time")
+    for n in report["networks"]:
+        print(
+            f"  {n['name']:<16} {n['paths']} paths, {n['modes']} modes   t_half {_fmt(n['t_half'])}   t_90 {_fmt(n['t_90'])}"
+            f"   final loss {n['final_loss']:.3g}"
+        )
+    print(f"ranking: {', '.join(report['ranking'])}")
+    print(f"winner: {report['winner']}")
+
+
+def add_parser(sub) -> None:
+    p = with_spec(sub, "race", "rank the candidate networks and find crossovers")
+    p.add_argument(
+        "--staged",
+        action="store_true",
+        help="also report the staged approximation (first pathway, then the rest on its residual) and its error",
+    )
+    p.add_argument(
+        "--strict", action="store_true", help="treat warnings (e.g. a learning rate that diverges) as errors"
+    )
+    p.set_defaults(run=cmd_race)

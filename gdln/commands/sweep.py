@@ -1,0 +1,87 @@
+"""gdln sweep: the race over a grid of parameters (phase diagram)."""
+
+from __future__ import annotations
+
+from gdln.derive.errors import SpecError
+from gdln.verify.files import check_writable
+
+from ._common import (
+    _emit,
+    _load,
+    _overrides,
+    _value_text,
+    with_spec,
+)
+
+
+def cmd_sweep(args):
+    from gdln.verify.sweep import parse_axis, sweep_report
+
+    task = _load(args)
+    axes = [parse_axis(text, task) for text in args.grid]
+    if args.check < 0:
+        raise SpecError("--check", str(args.check), "must be 0 or a positive number of points")
+    if args.plot:
+        check_writable(args.plot, "--plot")
+    report = sweep_report(task, axes, _overrides(args), check=args.check)
+    if args.plot:
+        from gdln.figures.sweep_figure import write_sweep_figure
+
+        write_sweep_figure(report, args.plot)
+    _emit(report, args.json, _render_sweep)
+
+
+def _render_sweep(report):
+    axes = " x ".join(f"{a['name']} ({len(a['values'])}{' log' if a['log'] else ''})" for a in report["axes"])
+    points = report["points"]
+    print(f"grid: {axes}, {len(points)} points")
+    names = [n["name"] for n in points[0]["networks"]]
+    for key, what in (("winner", "width-seeded race"), ("aligned_winner", "alignment-seeded race")):
+        counts = {name: sum(p[key] == name for p in points) for name in names}
+        if key == "aligned_winner" and not any(counts.values()):
+            print(f"  {what}: not computed (a candidate is not a set of balanced depth-2 modes)")
+            continue
+        shares = ", ".join(f"{name} at {count} point{'s' if count != 1 else ''}" for name, count in counts.items())
+        print(f"  {what}: {shares}")
+    for crossover in report["crossovers"]:
+        first, second = crossover["networks"]
+        value = (
+            _value_text(crossover)
+            if crossover.get("value") is not None
+            else f"{crossover['expr']}, along {crossover['curve']['along']}"
+            if "curve" in crossover
+            else crossover["expr"]
+        )
+        print(f"  derived crossover of {first} and {second}: {crossover['parameter']}* = {value}")
+    agreement = report["agreement"]
+    if agreement["checked"]:
+        checked = agreement["checked"]
+        print(
+            f"  trained at {checked} point{'s' if checked != 1 else ''}: the width-seeded winner is followed at "
+            f"{agreement['agree']}, the alignment-seeded winner at {agreement['aligned_agree']}"
+        )
+        holds = sum(
+            p["checked"]["max_deviation"] is not None and p["checked"]["max_deviation"] <= report["validity"]
+            for p in points
+            if p["checked"]
+        )
+        print(f"  the followed network stays within {report['validity']:.0%} of the initial loss at {holds} of them")
+    if report["invalid_points"]:
+        print(f"  {len(report['invalid_points'])} points with data that are not finite (null in --json)")
+    timing = report["timing"]
+    trained = f", training {timing['training_s']:.2f}" if agreement["checked"] else ""
+    print(f"  seconds: theory {timing['theory_s']:.2f}, alignment-seeded race {timing['aligned_s']:.2f}{trained}")
+
+
+def add_parser(sub) -> None:
+    p = with_spec(sub, "sweep", "the race over a grid of parameters (phase diagram), optionally checked by training")
+    p.add_argument(
+        "--grid",
+        action="append",
+        required=True,
+        metavar="NAME=START:STOP:NUM[:log]",
+        help="an axis: a spec parameter or init_scale, learning_rate, hidden_units (once or twice)",
+    )
+    p.add_argument("--check", type=int, default=0, metavar="N", help="train ReLU networks at N grid points (default 0)")
+    p.add_argument("--plot", metavar="FILE.png", help="write the phase diagram")
+    p.set_defaults(run=cmd_sweep)

@@ -1,0 +1,380 @@
+"""The ODE races of many points in one compiled program: :func:`ode_races`, which is
+:func:`numeric.race.ode_race` for a batch of :class:`numeric.race.RaceODE` (the race ODE or the
+exact reduced flow of one network at many points).
+
+Every point of a batch steps in one vmapped loop: Tsit5 (diffrax's tableau) with diffrax's PID
+step size controller at ``ode_race``'s tolerances, each point with its own steps, start
+``t0``, ``y0`` and ``dtmax``. Per point the loop keeps only its current state, its loss, and
+per fraction the accepted step within which that fraction's level is first crossed (the
+step's start state and both its ends); memory does not grow with the number of steps. A point
+stops as ``ode_race`` stops it: at the horizon; once settled (its loss within
+``SETTLED_TOLERANCE`` of the initial loss above its least loss, and every pending level below
+that least loss), checked at every accepted step rather than every segment of steps; after
+``budget`` accepted steps; at a loss that is not finite (not accepted: the point keeps its
+crossings so far, and its final loss is NaN); or when its step size collapses (a solver
+failure). Stopped points are masked: they neither move nor change what the others compute.
+
+Each crossing is then solved on fresh solves from its step's start (each a Tsit5 solve whose
+first step tries the whole interval, as the accepted step did), all crossings of a batch at
+once: regula falsi with the Illinois modification, safeguarded by bisection, down to
+``CROSSING_RTOL`` of the crossing time, as ``ode_race``'s brentq.
+
+The batch runs its own loop rather than ``diffrax.diffeqsolve`` under ``vmap``: on Section 4's
+flow, a vmapped ``diffeqsolve`` step cost about 2-4 times what the same step costs here
+(the stage loop that diffrax keeps inside each step does not batch well on the CPU), and one
+loop also keeps the crossings' step starts without saving every step."""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .integrate import _run
+from .race import CROSSING_RTOL, SETTLED_TOLERANCE, STEP_BUDGET, RaceODE
+
+RUNNING, HORIZON, SETTLED, BUDGET, NOT_FINITE, FAILED = range(6)
+#: the solver state a batch may hold, in bytes: points per batch are chosen to stay below it
+BATCH_BYTES = 256 * 2**20
+#: states of the ODE's size held per point (stages, step ends, crossing starts, temporaries), besides one per fraction
+_STATES_PER_POINT = 16
+#: iterations of a crossing's bracketing search (it converges in far fewer: superlinear, bisection at worst)
+CROSSING_ITERATIONS = 200
+#: attempted steps of a fresh solve within one accepted step before it counts as failed
+FRESH_ATTEMPTS = 1000
+
+#: per vector field, the compiled programs by (loss, tolerances)
+_PROGRAMS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+@dataclass(frozen=True)
+class RaceBatch:
+    """Races of many points: ``crossings`` ``(points, fractions)`` in epochs (NaN where not
+    crossed within the horizon or not finite, :class:`numeric.race.RaceResult`'s ``None`` and
+    NaN), ``final_loss`` over the initial loss (NaN when not finite), ``stopped_at`` the epoch at
+    which a point stopped short of its horizon without settling (NaN otherwise), ``steps`` its
+    accepted solver steps."""
+
+    initial_loss: np.ndarray
+    crossings: np.ndarray
+    final_loss: np.ndarray
+    stopped_at: np.ndarray
+    steps: np.ndarray
+
+
+def _stepper(f, rtol: float, atol: float):
+    """``(begin, attempt)`` for ``dy/dt = f(t, y, args)``: ``begin`` gives the first step's end and
+    the controller's state (diffrax's initial step when ``dt0`` is ``None``); ``attempt`` makes
+    one Tsit5 step and lets diffrax's PID controller accept it and choose the next, as
+    ``diffrax.diffeqsolve`` does (steps ending within 100 ulps of ``t1`` end at ``t1``)."""
+    import diffrax  # when traced only
+
+    terms = diffrax.ODETerm(f)
+    solver = diffrax.Tsit5()
+    order = solver.error_order(terms)
+    tableau = diffrax.Tsit5.tableau
+    a_lower = [np.asarray(row, dtype=np.float64) for row in tableau.a_lower]
+    b_sol, b_error, c = (np.asarray(x, dtype=np.float64) for x in (tableau.b_sol, tableau.b_error, tableau.c))
+    # first same as last: the last stage is evaluated at the step's end, which the next step starts from
+    assert tableau.fsal and np.array_equal(a_lower[-1], b_sol[:-1]) and b_sol[-1] == 0 and c[-1] == 1
+
+    def controller(dtmax):
+        return diffrax.PIDController(rtol=rtol, atol=atol, dtmax=dtmax)
+
+    def begin(t0, t1, y0, args, dtmax, dt0=None):
+        tnext, state = controller(dtmax).init(terms, t0, t1, y0, dt0, args, solver.func, order)
+        return jnp.minimum(tnext, t1), jax.tree_util.tree_map(jnp.asarray, state)
+
+    def combine(y, h, coefficients, stages):
+        terms_ = [coefficient * k for coefficient, k in zip(coefficients, stages) if coefficient != 0]
+        return y + h * sum(terms_[1:], terms_[0])
+
+    def attempt(t, tnext, y, k, state, args, dtmax, t1, floor):
+        h = tnext - t
+        stages = [k]
+        for row, fraction in zip(a_lower, c):
+            stage_y = combine(y, h, row, stages)
+            stages.append(f(t + fraction * h, stage_y, args))
+        y1 = stage_y  # the last stage's input is the step's end (first same as last)
+        error = combine(jnp.zeros_like(y), h, b_error, stages)
+        error = jnp.where(jnp.isnan(error), jnp.inf, error)
+        keep, tprev, tn, _, state, _ = controller(dtmax).adapt_step_size(t, tnext, y, y1, args, error, order, state)
+        tprev = jnp.minimum(tprev, t1)
+        tn = jnp.where(tn > floor, jnp.where(keep, t1, tprev + 0.5 * (t1 - tprev)), tn)
+        return keep, tprev, tn, y1, stages[-1], jax.tree_util.tree_map(jnp.asarray, state)
+
+    return begin, attempt
+
+
+def _floor(t1):
+    """About 100 ulps below ``t1``: a step ending above it ends at ``t1`` (diffrax's rule)."""
+    return t1 - 100 * (jnp.nextafter(t1, jnp.inf) - t1)
+
+
+def _programs(f, loss, rtol: float, atol: float):
+    known = _PROGRAMS.setdefault(f, {})
+    key = (loss, float(rtol), float(atol))
+    if key not in known:
+        known[key] = (
+            jax.jit(jax.vmap(_race_one(f, loss, rtol, atol), in_axes=(0,) * 8 + (None,) * 3)),
+            jax.jit(jax.vmap(_crossing_one(f, loss, rtol, atol), in_axes=(0,) * 8)),
+        )
+    return known[key]
+
+
+def _race_one(f, loss, rtol: float, atol: float):
+    """One point's race (vmapped over points by :func:`_programs`)."""
+
+    def race(y0, t0, args, loss_args, levels, initial, minimum, dtmax, horizon, floor, budget):
+        begin, attempt = _stepper(f, rtol, atol)
+        tnext, state = begin(t0, horizon, y0, args, dtmax)
+        count = levels.shape[0]
+        carry = {
+            "t": t0,
+            "tnext": tnext,
+            "y": y0,
+            "k": f(t0, y0, args),
+            "state": state,
+            "loss": loss(y0, *loss_args),
+            "steps": jnp.zeros((), jnp.int64),
+            "attempts": jnp.zeros((), jnp.int64),
+            "status": jnp.where(t0 < horizon, RUNNING, HORIZON).astype(jnp.int64),
+            "found": jnp.zeros(count, bool),
+            "t_start": jnp.zeros(count),
+            "y_start": jnp.zeros((count, *y0.shape)),
+            "t_end": jnp.zeros(count),
+            "loss_end": jnp.zeros(count),
+        }
+
+        def body(s):
+            keep, tprev, tn, y1, k1, state = attempt(
+                s["t"], s["tnext"], s["y"], s["k"], s["state"], args, dtmax, horizon, floor
+            )
+            loss1 = loss(y1, *loss_args)
+            bad = keep & ~jnp.isfinite(loss1)
+            accept = keep & ~bad
+            crossed = accept & ~s["found"] & (loss1 <= levels)
+            t = jnp.where(accept, tprev, s["t"])
+            current = jnp.where(accept, loss1, s["loss"])
+            found = s["found"] | crossed
+            steps = s["steps"] + accept
+            attempts = s["attempts"] + 1
+            settled = (current - minimum <= SETTLED_TOLERANCE * initial) & jnp.all(found | (levels < minimum))
+            collapsed = ~(tn > t) | (attempts >= 4 * budget)
+            status = jnp.select(
+                [bad, t >= horizon, settled, steps >= budget, collapsed],
+                [NOT_FINITE, HORIZON, SETTLED, BUDGET, FAILED],
+                RUNNING,
+            ).astype(jnp.int64)
+            return {
+                "t": t,
+                "tnext": jnp.where(bad, s["tnext"], tn),
+                "y": jnp.where(accept, y1, s["y"]),
+                "k": jnp.where(accept, k1, s["k"]),
+                "state": state,
+                "loss": current,
+                "steps": steps,
+                "attempts": attempts,
+                "status": status,
+                "found": found,
+                "t_start": jnp.where(crossed, s["t"], s["t_start"]),
+                "y_start": jnp.where(crossed[:, None], s["y"][None], s["y_start"]),
+                "t_end": jnp.where(crossed, tprev, s["t_end"]),
+                "loss_end": jnp.where(crossed, loss1, s["loss_end"]),
+            }
+
+        out = jax.lax.while_loop(lambda s: s["status"] == RUNNING, body, carry)
+        keys = ("status", "t", "loss", "steps", "found", "t_start", "y_start", "t_end", "loss_end")
+        return tuple(out[key] for key in keys)
+
+    return race
+
+
+def _crossing_one(f, loss, rtol: float, atol: float):
+    """One crossing within one accepted step (vmapped over crossings by :func:`_programs`): the
+    time in ``[t_start, t_end]`` at which the loss of fresh solves from ``(t_start, y_start)``
+    falls to ``level``, where it lies above ``level`` at ``t_start`` and at ``loss_end <= level``
+    at ``t_end``. NaN if a fresh solve fails or gives a loss that is not finite."""
+
+    def crossing(t_start, y_start, t_end, loss_end, level, args, loss_args, dtmax):
+        begin, attempt = _stepper(f, rtol, atol)
+        k_start = f(t_start, y_start, args)
+
+        def state_at(t1):
+            floor = _floor(t1)
+            tnext, state = begin(t_start, t1, y_start, args, dtmax, t1 - t_start)
+            tnext = jnp.where(tnext > floor, t1, tnext)
+            carry = (t_start, tnext, y_start, k_start, state, jnp.zeros((), jnp.int64))
+
+            def going(s):
+                t, tnext, _, _, _, attempts = s
+                return (t < t1) & (tnext > t) & (attempts < FRESH_ATTEMPTS)
+
+            def body(s):
+                t, tnext, y, k, state, attempts = s
+                keep, tprev, tn, y1, k1, state = attempt(t, tnext, y, k, state, args, dtmax, t1, floor)
+                return (
+                    jnp.where(keep, tprev, t),
+                    tn,
+                    jnp.where(keep, y1, y),
+                    jnp.where(keep, k1, k),
+                    state,
+                    attempts + 1,
+                )
+
+            t, _, y, _, _, _ = jax.lax.while_loop(going, body, carry)
+            return jnp.where(t >= t1, y, jnp.nan)
+
+        above = loss(y_start, *loss_args) - level
+        below = loss_end - level
+        carry = {
+            "a": t_start,
+            "b": t_end,
+            "fa": above,
+            "fb": below,
+            "side": jnp.zeros((), jnp.int64),
+            "widths": jnp.full(2, jnp.inf),
+            "iteration": jnp.zeros((), jnp.int64),
+            "done": (below == 0) | ~(above > 0),
+            "failed": jnp.zeros((), bool),
+        }
+
+        def going(s):
+            return ~s["done"] & (s["iteration"] < CROSSING_ITERATIONS)
+
+        def body(s):
+            a, b, fa, fb = s["a"], s["b"], s["fa"], s["fb"]
+            width = b - a
+            secant = b - fb * width / (fb - fa)
+            # the bracket must halve every two iterations, else bisect (the Illinois weights may stall)
+            halve = (width > 0.5 * s["widths"][0]) | ~((secant > a) & (secant < b))
+            c = jnp.where(halve, a + 0.5 * width, secant)
+            fc = loss(state_at(c), *loss_args) - level
+            failed = ~jnp.isfinite(fc)
+            low = fc <= 0
+            # Illinois: an end kept twice in a row has its value halved
+            fa_new = jnp.where(low, jnp.where(s["side"] == -1, 0.5 * fa, fa), fc)
+            fb_new = jnp.where(low, fc, jnp.where(s["side"] == 1, 0.5 * fb, fb))
+            a_new, b_new = jnp.where(low, a, c), jnp.where(low, c, b)
+            done = failed | (fc == 0) | (c <= a) | (c >= b) | (b_new - a_new <= CROSSING_RTOL * jnp.abs(b_new))
+            return {
+                "a": a_new,
+                "b": b_new,
+                "fa": fa_new,
+                "fb": fb_new,
+                "side": jnp.where(low, -1, 1).astype(jnp.int64),
+                "widths": jnp.stack([s["widths"][1], width]),
+                "iteration": s["iteration"] + 1,
+                "done": done,
+                "failed": failed,
+            }
+
+        out = jax.lax.while_loop(going, body, carry)
+        return jnp.where(out["failed"], jnp.nan, out["b"])
+
+    return crossing
+
+
+def _batch_size(points: int, state_size: int, fractions: int) -> int:
+    return max(1, min(points, BATCH_BYTES // ((_STATES_PER_POINT + fractions) * max(state_size, 1) * 8)))
+
+
+def _stack(trees):
+    return jax.tree_util.tree_map(lambda *leaves: np.stack([np.asarray(x) for x in leaves]), *trees)
+
+
+def _in_batches(run, inputs: tuple, size: int):
+    """``run`` over ``inputs`` (leading axis: items) in batches of ``size`` items, the last one
+    padded with copies of its first item (every batch has one shape: one compiled program);
+    outputs joined along the items."""
+    count = len(jax.tree_util.tree_leaves(inputs[0])[0])
+    outputs = []
+    for start in range(0, count, size):
+        rows = np.arange(start, min(start + size, count))
+        rows = np.concatenate([rows, np.full(size - len(rows), rows[0])]) if count > size else rows
+        batch = jax.tree_util.tree_map(lambda leaf: leaf[rows], inputs)
+        out = run(*batch)
+        out = out if isinstance(out, tuple | list) else (out,)
+        outputs.append([np.asarray(x)[: min(size, count - start)] for x in out])
+    return [np.concatenate(parts) for parts in zip(*outputs)]
+
+
+def ode_races(
+    problems: Sequence[RaceODE], fractions: Sequence[float], horizon: float, budget: int = STEP_BUDGET
+) -> RaceBatch:
+    """:func:`numeric.race.ode_race` of every problem (one network at many points: one vector
+    field, one loss, one state size, the same tolerances), solved together (see the module
+    docstring); the result of point ``k`` is that of ``problems[k].race(fractions, horizon)``
+    up to the solvers' tolerances."""
+    count, fractions = len(problems), tuple(float(x) for x in fractions)
+    first = problems[0]
+    if any(
+        (p.f is not first.f) or (p.loss != first.loss) or (p.rtol, p.atol) != (first.rtol, first.atol) for p in problems
+    ):
+        raise ValueError("ode_races: the problems must share one vector field, loss and tolerances")
+    initial = np.array([p.initial_loss for p in problems], dtype=np.float64)
+    crossings = np.full((count, len(fractions)), np.nan)
+    final = np.full(count, np.nan)
+    stopped = np.full(count, np.nan)
+    steps = np.zeros(count, dtype=int)
+    usable = np.flatnonzero(np.isfinite(initial) & (initial > 0))
+    if not len(usable):
+        return RaceBatch(initial, crossings, final, stopped, steps)
+    chosen = [problems[int(k)] for k in usable]
+    minimum = np.array([_nan_if_none(p.minimum_loss()) for p in chosen], dtype=np.float64)
+    dtmax = np.array([np.inf if p.dtmax is None else p.dtmax for p in chosen], dtype=np.float64)
+    levels = initial[usable, None] * np.asarray(fractions)[None, :]
+    state_size = int(np.size(first.y0))
+    size = _batch_size(len(chosen), state_size, len(fractions))
+    race, crossing = _programs(first.f, first.loss, first.rtol, first.atol)
+    configuration = ("ode_races", first.rtol, first.atol)
+    horizon = float(horizon)
+    floor = float(np.asarray(_floor(jnp.float64(horizon))))
+
+    def run_race(*batch):
+        inputs = (*batch, jnp.float64(horizon), jnp.float64(floor), jnp.int64(budget))
+        return _run(first.f, race, (*configuration, "race"), inputs)
+
+    status, t, loss, taken, found, t_start, y_start, t_end, loss_end = _in_batches(
+        run_race,
+        (
+            np.stack([np.asarray(p.y0, dtype=np.float64) for p in chosen]),
+            np.array([p.t0 for p in chosen], dtype=np.float64),
+            _stack([p.args for p in chosen]),
+            _stack([p.loss_args for p in chosen]),
+            levels,
+            initial[usable],
+            minimum,
+            dtmax,
+        ),
+        size,
+    )
+    final[usable] = np.where(status == NOT_FINITE, np.nan, loss / initial[usable])
+    stopped[usable] = np.where(np.isin(status, (BUDGET, NOT_FINITE, FAILED)), t, np.nan)
+    steps[usable] = taken
+    points, which = np.nonzero(found)
+    if len(points):
+        solved = _in_batches(
+            lambda *batch: _run(first.f, crossing, (*configuration, "crossing"), batch),
+            (
+                t_start[points, which],
+                y_start[points, which],
+                t_end[points, which],
+                loss_end[points, which],
+                levels[points, which],
+                _stack([chosen[int(k)].args for k in points]),
+                _stack([chosen[int(k)].loss_args for k in points]),
+                dtmax[points],
+            ),
+            _batch_size(len(points), state_size, 0),
+        )[0]
+        crossings[usable[points], which] = solved
+    return RaceBatch(initial, crossings, final, stopped, steps)
+
+
+def _nan_if_none(value) -> float:
+    return np.nan if value is None else float(value)

@@ -1,0 +1,301 @@
+"""The race over a grid of points, each piece one compiled program over all points.
+
+A phase diagram asks the same questions at thousands of parameter values. Here each question
+is asked once for the whole batch (leading axis: grid points, or grid points times seeds):
+
+- :func:`closed_form_race`: the width-seeded race of a network with closed forms. The logistics
+  (:func:`numeric.race.log_mode_strength`) are evaluated at every point at once and each
+  crossing is bisected on them to the last bit, so a point's ``t_half`` and ``t_90`` are those
+  of :meth:`numeric.race.CompiledNetwork.race` (brentq on the same function).
+- :func:`ode_race_points`: the width-seeded race of a network without closed forms (the race
+  ODE or the exact reduced flow): every point's ODE in one batched solve
+  (:func:`numeric.batched_race.ode_races`), crossings solved on fresh solves as
+  :func:`numeric.race.ode_race` solves them.
+- :func:`align_points`: the alignment phase (:mod:`numeric.alignment`) of every point's ReLU
+  runs from their initial weights, no training.
+- :func:`aligned_mode_seeds_batch` and :func:`aligned_descent_curves`: each candidate from the
+  settled units, followed by gradient descent at the training step, exactly as
+  :meth:`numeric.prediction.Prediction.aligned_loss_curve` does for one point.
+- :func:`numeric.training.train_relu_points` trains the checked points (elsewhere).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from gdln.derive.spec import Network
+
+from .alignment import OUTPUT_FRACTION, phase_ends, run_phase
+from .batched_race import ode_races
+from .prediction import balanced_descent_step
+from .race import CompiledNetwork, log_mode_strength
+from .reduced_flow import ReducedFlow
+from .types import ArrayLike, Float
+
+#: bisection steps of a crossing time on ``[0, horizon]``: 2^-64 of the horizon is below
+#: float64's resolution of any crossing after the first 1e-3 epochs (horizons up to 1e7), so the
+#: bisection ends on adjacent floats
+BISECTION_STEPS = 64
+
+
+def _closed_form_program(compiled: CompiledNetwork):
+    """The jitted batched race of ``compiled`` (one per network, kept on the object)."""
+    program = getattr(compiled, "_batched_race", None)
+    if program is not None:
+        return program
+    count = len(compiled.derivation.mode_refs)
+    logistic = compiled._logistic_values
+    loss_of_strengths = compiled._loss_of_strengths
+
+    def one(values, log_a0, tau, horizon, fractions):
+        flat = logistic(*values)
+        s, d = flat[:count], flat[count:]
+
+        def loss_at(t):
+            a = log_mode_strength(s, d, log_a0, t, tau)
+            return loss_of_strengths(*[a[k] for k in range(count)], *values)
+
+        initial, final = loss_at(0.0), loss_at(horizon)
+
+        def crossing(level):
+            def halve(_, bounds):
+                low, high = bounds
+                middle = 0.5 * (low + high)
+                below = loss_at(middle) <= level
+                return jnp.where(below, low, middle), jnp.where(below, middle, high)
+
+            _, high = jax.lax.fori_loop(0, BISECTION_STEPS, halve, (jnp.zeros(()), horizon))
+            # the loss decreases monotonically: not crossed within the horizon is NaN, read as None
+            return jnp.where(final <= level, high, jnp.nan)
+
+        return initial, jax.vmap(crossing)(fractions * initial), final / initial
+
+    program = jax.jit(jax.vmap(one, in_axes=(0, 0, 0, None, None)))
+    compiled._batched_race = program  # type: ignore[attr-defined]
+    return program
+
+
+@dataclass(frozen=True)
+class BatchedRace:
+    """A network's race at every point: ``crossings`` ``(points, fractions)`` in epochs (NaN
+    where not crossed within the horizon or not finite), ``final_loss`` ``(points,)`` at the
+    horizon over the initial loss."""
+
+    initial_loss: np.ndarray
+    crossings: np.ndarray
+    final_loss: np.ndarray
+
+
+def closed_form_race(
+    compiled: CompiledNetwork,
+    values: Float[ArrayLike, "points parameters"],
+    log_a0: Float[ArrayLike, "points modes"],
+    tau: Float[ArrayLike, " points"],
+    horizon: float,
+    fractions=(0.5, 0.1),
+) -> BatchedRace:
+    """:meth:`numeric.race.CompiledNetwork.race` of a closed-form network at every point at once."""
+    values = jnp.asarray(values, jnp.float64)
+    # the closed forms are checked to be the logistics in (s, d) once, at the first point
+    compiled.logistic_parameters(tuple(float(v) for v in values[0]), float(np.asarray(tau)[0]))
+    initial, crossings, final = _closed_form_program(compiled)(
+        values,
+        jnp.asarray(log_a0, jnp.float64),
+        jnp.asarray(tau, jnp.float64),
+        jnp.float64(horizon),
+        jnp.asarray(fractions, jnp.float64),
+    )
+    initial, crossings, final = (np.array(x, dtype=np.float64) for x in (initial, crossings, final))
+    bad = ~(np.isfinite(initial) & (initial > 0) & np.isfinite(final))
+    crossings[bad] = np.nan
+    final[bad] = np.nan
+    return BatchedRace(initial, crossings, final)
+
+
+def ode_race_points(
+    engine: CompiledNetwork | ReducedFlow,
+    values: Float[ArrayLike, "points parameters"],
+    log_a0: Float[ArrayLike, "points seeds"],
+    tau: Float[ArrayLike, " points"],
+    horizon: float,
+    fractions=(0.5, 0.1),
+) -> BatchedRace:
+    """``engine.race`` (the race ODE of a :class:`numeric.race.CompiledNetwork` without closed
+    forms, or a :class:`numeric.reduced_flow.ReducedFlow`) at every point, its ODEs solved in one
+    batched solve (:func:`numeric.batched_race.ode_races`). A flow still in its linear phase at the
+    horizon needs no solve: those points are ``engine.race`` itself."""
+    values, log_a0, tau = (np.asarray(x, dtype=np.float64) for x in (values, log_a0, tau))
+    count = len(tau)
+    problems = [engine.race_ode(log_a0[k], float(tau[k]), values[k]) for k in range(count)]
+    initial, crossings, final = np.empty(count), np.full((count, len(fractions)), np.nan), np.full(count, np.nan)
+    solved = [k for k in range(count) if problems[k].t0 < horizon]
+    for k in sorted(set(range(count)) - set(solved)):
+        result = engine.race(log_a0[k], float(tau[k]), values[k], horizon, fractions)
+        initial[k], final[k] = result.initial_loss, result.final_loss
+        crossings[k] = [np.nan if c is None else c for c in (result.crossings[f] for f in fractions)]
+    if solved:
+        batch = ode_races([problems[k] for k in solved], fractions, horizon)
+        initial[solved], crossings[solved], final[solved] = batch.initial_loss, batch.crossings, batch.final_loss
+    return BatchedRace(initial, crossings, final)
+
+
+@dataclass(frozen=True)
+class PhaseEnds:
+    """The alignment phase of every run (points times seeds): as :class:`numeric.alignment.Alignment`,
+    with the losses kept every ``stride`` epochs (``losses[:, j]`` at epoch ``j * stride``)."""
+
+    epochs: np.ndarray
+    ended: np.ndarray
+    gates: np.ndarray
+    w1: np.ndarray
+    w2: np.ndarray
+    losses: np.ndarray
+    stride: int
+
+    def take(self, runs: np.ndarray) -> PhaseEnds:
+        """The phase of the runs ``runs``, in that order."""
+        return PhaseEnds(
+            self.epochs[runs],
+            self.ended[runs],
+            self.gates[runs],
+            self.w1[runs],
+            self.w2[runs],
+            self.losses[runs],
+            self.stride,
+        )
+
+
+def align_points(inputs, targets, w1s, w2s, learning_rates, horizon: int, stride: int, factors=None) -> PhaseEnds:
+    """:func:`numeric.alignment.align` for every run at once, each with its own data
+    ``(runs, N, ...)`` and step; nothing is trained. With ``factors`` ``(runs, members)``, each
+    run stands for members started from ``factor`` times its weights (init scales that share
+    everything else: :func:`numeric.alignment.run_phase`), listed run by run, members within."""
+    inputs = jnp.asarray(inputs, jnp.float64)
+    targets = jnp.asarray(targets, jnp.float64)
+    thresholds = OUTPUT_FRACTION * jnp.sqrt(jnp.sum(targets**2, axis=(1, 2)))
+    w1, w2, flags, losses = run_phase(
+        jnp.asarray(w1s, jnp.float64),
+        jnp.asarray(w2s, jnp.float64),
+        inputs,
+        targets,
+        jnp.asarray(learning_rates, jnp.float64),
+        thresholds,
+        horizon,
+        stride,
+        factors,
+    )
+    members = w1.shape[1]
+    w1, w2 = w1.reshape(-1, *w1.shape[2:]), w2.reshape(-1, *w2.shape[2:])
+    flags, losses = flags.reshape(-1, flags.shape[-1]), losses.reshape(-1, losses.shape[-1])
+    ended, epochs = phase_ends(flags[:, : horizon + 1])
+    gates = np.einsum("rni,rhi->rnh", np.repeat(np.asarray(inputs), members, axis=0), w1) > 0
+    return PhaseEnds(epochs.astype(int), ended, gates, w1, w2, losses, stride)
+
+
+def starting_units_batch(network: Network, gates: np.ndarray) -> np.ndarray:
+    """:func:`numeric.initial_conditions.starting_units` for every run: ``(pathways, runs, units)``."""
+    wanted = np.zeros((len(network.pathways), gates.shape[1]), dtype=bool)
+    for index, pathway in enumerate(network.pathways):
+        wanted[index, list(pathway.active)] = True
+    distances = np.stack([np.sum(gates != row[None, :, None], axis=1) for row in wanted])
+    nearest = distances.min(axis=0)
+    return (distances == nearest[None]) & np.any(gates, axis=1)[None]
+
+
+def aligned_mode_seeds_batch(network: Network, modes, phase: PhaseEnds) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`numeric.initial_conditions.aligned_mode_seeds` for every run: ``(P, Q)`` each
+    ``(runs, modes)``; ``modes`` lists ``(pathway index, u (runs, out), v (runs, in))``."""
+    matched = starting_units_batch(network, phase.gates)
+    ps, qs = [], []
+    for index, u, v in modes:
+        pathway = network.pathways[index]
+        b = np.einsum("ro,roh->rh", u, phase.w2[:, np.array(pathway.outputs)])
+        c = np.einsum("rhi,ri->rh", phase.w1[:, :, np.array(pathway.inputs)], v)
+        ps.append(np.sum(matched[index] * (b + c) ** 2, axis=1))
+        qs.append(np.sum(matched[index] * (b - c) ** 2, axis=1))
+    return np.stack(ps, axis=1), np.stack(qs, axis=1)
+
+
+@partial(jax.jit, static_argnames=("loss_of_strengths", "samples", "stride"))
+def _descent_from_starts(loss_of_strengths, p0, q0, starts, learning_rates, values, samples: int, stride: int):
+    """Per run, balanced-mode gradient descent on an absolute clock: the modes stand still until
+    epoch ``starts`` and step once an epoch from there; the loss before epochs ``0, stride, ...``
+    (``samples`` of them). One scan for all runs, whatever their starts."""
+
+    def one(p0, q0, start, learning_rate, values):
+        step = balanced_descent_step(lambda a: loss_of_strengths(a, values), learning_rate)
+
+        def tick(state, epoch):
+            moved, loss = step(state, None)
+            waiting = epoch < start
+            return jax.tree_util.tree_map(lambda old, new: jnp.where(waiting, old, new), state, moved), loss
+
+        def block(state, first):
+            state, losses = jax.lax.scan(tick, state, first + jnp.arange(stride))
+            return state, losses[0]
+
+        return jax.lax.scan(block, (p0, q0), jnp.arange(samples) * stride)[1]
+
+    return jax.vmap(one)(p0, q0, starts, learning_rates, values)
+
+
+def aligned_descent_curves(
+    compiled: CompiledNetwork, p0, q0, phase: PhaseEnds, learning_rates, values, epochs: int
+) -> np.ndarray:
+    """Per run, the loss at epochs ``0, stride, ...`` (``<= epochs``): the phase's own loss until
+    it ends, then gradient descent on the balanced modes from ``(P, Q)``, its clock started at
+    the phase's end (:meth:`numeric.prediction.Prediction.aligned_loss_curve`)."""
+    stride = phase.stride
+    samples = epochs // stride + 1
+    ts = np.arange(samples) * stride
+    loss = _loss_function(compiled)
+    runs = p0.shape[0]
+    chunk = max(1, min(runs, 2**24 // samples))  # runs x samples losses per call
+    later = np.empty((runs, samples))
+    for start in range(0, runs, chunk):
+        part = slice(start, min(start + chunk, runs))
+        later[part] = np.asarray(
+            _descent_from_starts(
+                loss,
+                *(jnp.asarray(x[part], jnp.float64) for x in (p0, q0, phase.epochs, learning_rates, values)),
+                samples,
+                stride,
+            )
+        )
+    index = np.clip(ts[None, :] // stride, 0, phase.losses.shape[1] - 1)
+    early = np.take_along_axis(phase.losses, index, axis=1)
+    return np.where(ts[None, :] < phase.epochs[:, None], early, later)
+
+
+def _loss_function(compiled: CompiledNetwork):
+    """``loss(a, values)`` of ``compiled``: one object per network, so the jitted descent
+    compiles once per network (a static argument)."""
+    found = getattr(compiled, "_sweep_loss", None)
+    if found is None:
+
+        def found(a, values):
+            return compiled.loss_of_strengths(a, values)
+
+        compiled._sweep_loss = found  # type: ignore[attr-defined]
+    return found
+
+
+def mode_vectors(compiled: CompiledNetwork, values: np.ndarray):
+    """``(pathway index, u (points, out), v (points, in))`` of every mode at every point."""
+    flat = np.asarray(compiled._mode_values(*jnp.asarray(values, jnp.float64).T), dtype=np.float64)
+    if flat.ndim == 1:  # no parameter: the same vectors at every point
+        flat = np.repeat(flat[:, None], len(values), axis=1)
+    found, position = [], 0
+    for ref in compiled.derivation.mode_refs:
+        mode = compiled.derivation.mode(ref)
+        nu, nv = len(mode.u), len(mode.v)
+        u = flat[position + 2 : position + 2 + nu].T
+        v = flat[position + 2 + nu : position + 2 + nu + nv].T
+        found.append((ref.pathway, u, v))
+        position += 2 + nu + nv
+    return found

@@ -1,0 +1,216 @@
+"""The phase diagram of ``gdln sweep --plot``: who wins where, and where the theory holds."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import sympy
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
+
+from gdln.verify.files import save_figure
+
+#: one colour per candidate, in the spec's order
+#: the derived crossover is drawn above the race boundaries, which it may coincide with
+CROSSOVER: dict[str, Any] = {"color": "#ddaa33", "lw": 2.2, "ls": ":", "zorder": 3}
+COLOURS = ["#4477aa", "#ee6677", "#228833", "#ccbb44", "#66ccee", "#aa3377", "#bbbbbb"]
+
+
+def _label(name: str) -> str:
+    """An axis label: a training setting in words, a spec parameter as its symbol (``Delta`` as Δ)."""
+    words = {
+        "init_scale": "init scale (std of each initial weight)",
+        "learning_rate": "learning rate",
+        "hidden_units": "hidden units",
+    }
+    return words.get(name, f"${sympy.latex(sympy.Symbol(name))}$")
+
+
+def _indices(report: dict, key: str, names: list[str]) -> np.ndarray:
+    return np.array([names.index(p[key]) if p[key] in names else np.nan for p in report["points"]], dtype=float)
+
+
+def sweep_figure(report: dict) -> Figure:
+    names = [n["name"] for n in report["points"][0]["networks"]]
+    colours = {name: COLOURS[k % len(COLOURS)] for k, name in enumerate(names)}
+    axes = report["axes"]
+    fig = Figure(figsize=(7.2, 7.4) if len(axes) == 2 else (7.2, 6.0), layout="constrained")
+    ax = fig.add_subplot()
+    handles: list = []
+    if len(axes) == 2:
+        _plane(ax, report, names, colours, handles)
+    else:
+        _line(ax, report, names, colours, handles)
+    ax.set_xlabel(_label(axes[0]["name"]))
+    if axes[0]["log"]:
+        ax.set_xscale("log")
+    agreement = report["agreement"]
+    checked = agreement["checked"]
+    title = "Which network learns first, predicted without training"
+    if checked:
+        title += (
+            f"\n{checked} trained points follow the alignment-seeded winner at {agreement['aligned_agree']},"
+            f" the width-seeded at {agreement['agree']}"
+        )
+    ax.set_title(title, fontsize=10)
+    fig.legend(handles=handles, loc="outside lower center", ncols=2, fontsize=8, frameon=False)
+    return fig
+
+
+def _plane(ax, report, names, colours, handles) -> None:
+    x_axis, y_axis = report["axes"]
+    x, y = np.asarray(x_axis["values"]), np.asarray(y_axis["values"])
+    shape = (len(x), len(y))
+    winners = _indices(report, "winner", names).reshape(shape)
+    aligned = _indices(report, "aligned_winner", names).reshape(shape)
+    from matplotlib.colors import BoundaryNorm, ListedColormap
+
+    cmap = ListedColormap([colours[n] for n in names])
+    norm = BoundaryNorm(np.arange(len(names) + 1) - 0.5, len(names))
+    # the map itself is the alignment-seeded winner where there is one, else the width-seeded one
+    shown = np.where(np.isnan(aligned), winners, aligned)
+    ax.pcolormesh(x, y, shown.T, cmap=cmap, norm=norm, shading="nearest", alpha=0.35, rasterized=True)
+    mapped = "alignment-seeded" if not np.all(np.isnan(aligned)) else "width-seeded"
+    handles += [Patch(color=colours[n], alpha=0.35, label=f"{n} wins ({mapped} race)") for n in names]
+    levels = np.arange(len(names) - 1) + 0.5
+    if len(names) > 1 and np.nanmax(winners) != np.nanmin(winners):
+        ax.contour(x, y, winners.T, levels=levels, colors="black", linewidths=1.6, linestyles="solid")
+        handles.append(Line2D([], [], color="black", lw=1.6, label="width-seeded race boundary"))
+    if len(names) > 1 and not np.all(np.isnan(aligned)) and np.nanmax(aligned) != np.nanmin(aligned):
+        ax.contour(x, y, aligned.T, levels=levels, colors="black", linewidths=1.6, linestyles="dashed")
+        handles.append(Line2D([], [], color="black", lw=1.6, ls="--", label="alignment-seeded race boundary"))
+    for crossover in report["crossovers"]:
+        label = f"derived crossover ${crossover['latex']}$"
+        if crossover["parameter"] == x_axis["name"]:
+            if "curve" in crossover:
+                ax.plot(crossover["curve"]["values"], y, **CROSSOVER)
+            elif crossover.get("value") is not None:
+                ax.axvline(crossover["value"], **CROSSOVER)
+        elif crossover["parameter"] == y_axis["name"]:
+            if "curve" in crossover:
+                ax.plot(x, crossover["curve"]["values"], **CROSSOVER)
+            elif crossover.get("value") is not None:
+                ax.axhline(crossover["value"], **CROSSOVER)
+        handles.append(Line2D([], [], **CROSSOVER, label=label))
+    _checked(
+        ax,
+        report,
+        names,
+        colours,
+        handles,
+        lambda p: (p["values"][x_axis["name"]], p["values"][y_axis["name"]]),
+        contour=True,
+    )
+    ax.set_ylabel(_label(y_axis["name"]))
+    if y_axis["log"]:
+        ax.set_yscale("log")
+    ax.set_xlim(x.min(), x.max())
+    ax.set_ylim(y.min(), y.max())
+
+
+def _checked(ax, report, names, colours, handles, position, contour: bool = False) -> None:
+    checked = [p for p in report["points"] if p["checked"] is not None]
+    if not checked:
+        return
+    validity = report["validity"]
+    deviations = [p["checked"]["max_deviation"] for p in checked]
+    if (
+        contour
+        and len(checked) >= 4
+        and all(d is not None for d in deviations)
+        and min(deviations) < validity < max(deviations)
+    ):
+        xs, ys = zip(*(position(p) for p in checked))
+        try:
+            ax.tricontour(xs, ys, deviations, levels=[validity], colors="#aa3377", linewidths=1.4, zorder=3)
+            handles.append(
+                Line2D(
+                    [],
+                    [],
+                    color="#aa3377",
+                    lw=1.4,
+                    label=f"trained points: deviation {validity:g} of the initial loss",
+                )
+            )
+        except (ValueError, RuntimeError):  # points on a line: no triangulation
+            pass
+    for name in names:
+        inside = [
+            position(p)
+            for p in checked
+            if p["checked"]["follows"] == name and p["checked"]["max_deviation"] <= validity
+        ]
+        outside = [
+            position(p) for p in checked if p["checked"]["follows"] == name and p["checked"]["max_deviation"] > validity
+        ]
+        if inside:
+            ax.scatter(*zip(*inside), s=46, color=colours[name], edgecolor="black", linewidth=0.8, zorder=4)
+        if outside:
+            ax.scatter(*zip(*outside), s=46, facecolor="white", edgecolor=colours[name], linewidth=1.6, zorder=4)
+        handles.append(
+            Line2D(
+                [],
+                [],
+                marker="o",
+                ls="",
+                color=colours[name],
+                markeredgecolor="black",
+                label=f"trained: follows {name}",
+            )
+        )
+    handles.append(
+        Line2D(
+            [],
+            [],
+            marker="o",
+            ls="",
+            markerfacecolor="white",
+            markeredgecolor="black",
+            label=f"deviation > {validity:g} of the initial loss",
+        )
+    )
+    none = [position(p) for p in checked if p["checked"]["follows"] is None]
+    if none:
+        ax.scatter(*zip(*none), s=46, marker="x", color="black", zorder=4)
+        handles.append(Line2D([], [], marker="x", ls="", color="black", label="trained: follows none"))
+
+
+def _line(ax, report, names, colours, handles) -> None:
+    axis = report["axes"][0]
+    x = np.asarray(axis["values"])
+    for k, name in enumerate(names):
+        t_90 = [p["networks"][k]["t_90"] for p in report["points"]]
+        aligned = [p["networks"][k]["aligned_t_half"] for p in report["points"]]
+        ax.plot(x, [np.nan if t is None else t for t in t_90], color=colours[name], lw=1.8)
+        handles.append(Line2D([], [], color=colours[name], lw=1.8, label=f"{name}: t_90, width-seeded"))
+        if any(a is not None for a in aligned):
+            ax.plot(x, [np.nan if t is None else t for t in aligned], color=colours[name], lw=1.4, ls="--")
+            handles.append(
+                Line2D([], [], color=colours[name], lw=1.4, ls="--", label=f"{name}: t_half, alignment-seeded")
+            )
+    for crossover in report["crossovers"]:
+        if crossover.get("value") is not None:
+            ax.axvline(crossover["value"], **CROSSOVER)
+            handles.append(
+                Line2D(
+                    [],
+                    [],
+                    color="#222222",
+                    lw=1.2,
+                    ls=":",
+                    label=f"derived crossover {crossover['parameter']} = {crossover['expr']}",
+                )
+            )
+    _checked(ax, report, names, colours, handles, lambda p: (p["values"][axis["name"]], _checked_height(ax)))
+    ax.set_ylabel("epochs")
+
+
+def _checked_height(ax) -> float:
+    low, high = ax.get_ylim()
+    return low + 0.04 * (high - low)
+
+
+def write_sweep_figure(report: dict, path) -> None:
+    save_figure(sweep_figure(report), path)

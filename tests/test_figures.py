@@ -1,0 +1,117 @@
+"""The figures read like the paper's: drawn here from small made-up data (no training), each is
+checked for what a reader needs: no key on a data panel, labelled axes, whole-number ticks where
+the axis counts something, a colour bar where colour carries a value, the runs drawn above the
+theory, and a mark where a prediction never gets there."""
+
+import numpy as np
+
+from gdln.figures.figure2 import draw_figure2
+from gdln.figures.figure6 import draw_figure6
+from gdln.figures.gate_figures import draw_figure8, draw_figure9
+
+
+def _data_panels(fig):
+    """Panels that show data: axes that are drawn and are not colour bars."""
+    return [ax for ax in fig.axes if ax.axison and not hasattr(ax, "_colorbar")]
+
+
+def _no_key_on_data(fig):
+    assert [ax.get_title() for ax in _data_panels(fig) if ax.get_legend() is not None] == []
+    assert any(ax.get_legend() is not None for ax in fig.axes)  # the keys are there, beside the data
+
+
+def _labelled(fig):
+    for ax in _data_panels(fig):
+        assert ax.get_xlabel() and ax.get_ylabel(), ax.get_title()
+
+
+def _gates_report():
+    contexts = [c for c in (1, 2, 3) for _ in range(8)]
+    rng = np.random.default_rng(0)
+    clusters = [
+        {
+            "k": k,
+            "patterns": [{"centroid": rng.uniform(size=24).tolist(), "units": 700 / k} for _ in range(k)],
+            "mse": 0.1 / k,
+        }
+        for k in range(2, 7)
+    ]
+    return {
+        "clusters": clusters,
+        "seeds": 1,
+        "snapshots": list(range(40)),
+        "elbow": 4,
+        "rounding": 0.5,
+        "contexts": contexts,
+    }
+
+
+def test_figure8_has_a_colour_bar_for_the_centroids():
+    fig = draw_figure8(_gates_report())
+    bars = [ax for ax in fig.axes if hasattr(ax, "_colorbar")]
+    assert len(bars) == 1 and bars[0]._colorbar.vmin == 0 and bars[0]._colorbar.vmax == 1
+    assert bars[0].get_ylabel()
+    panels = _data_panels(fig)  # stacked: one for each k, the datapoint axis named under the last
+    assert len(panels) == 3 and all(ax.get_ylabel() for ax in panels) and panels[-1].get_xlabel()
+
+
+def test_figure9_counts_clusters_in_whole_numbers_and_keys_the_elbow():
+    report = _gates_report()
+    fig = draw_figure9(report)
+    (ax,) = _data_panels(fig)
+    ticks = [t for t in ax.get_xticks() if ax.get_xlim()[0] <= t <= ax.get_xlim()[1]]
+    assert ticks == [e["k"] for e in report["clusters"]]
+    _no_key_on_data(fig)
+    _labelled(fig)
+
+
+def test_figure6_keys_sit_beside_the_data():
+    epochs = np.arange(50)
+    curve = (4 * np.exp(-epochs / 10)).tolist()
+    report = {
+        "mean": {"relu": curve, "gdln": curve},
+        "spread": {"relu": [0.1] * 50, "gdln": [0.1] * 50},
+        "typical": {"relu": curve, "gdln": curve},
+        "seeds": 5,
+        "max_deviation_typical": 0.1,
+    }
+    fig = draw_figure6(report)
+    _no_key_on_data(fig)
+    _labelled(fig)
+
+
+def test_figure2_draws_the_runs_above_the_theory_and_marks_a_prediction_that_never_gets_there():
+    ts = np.arange(0, 1001, 10.0)
+    deltas = np.array([0.5, 1.0, 2.0])
+    drop = {d: 0.5 / (1 + np.exp((ts - 300 * d) / 30)) for d in (0.5, 1.63, 3.0)}
+    data = {
+        "title": "XoR",
+        "epochs": 1000,
+        "seeds": 2,
+        "delta_star": 1.63,
+        "deltas": deltas,
+        "relu_times": [[300.0, 310.0], [400.0, 410.0], [500.0, 520.0]],
+        "predicted_times": {"linear": [800.0, 500.0, 300.0], "xor": [300.0, 400.0, 500.0]},
+        "present_times": {"linear": [float("nan"), 600.0, 350.0], "xor": [320.0, 420.0, 520.0]},
+        "ts": ts,
+        "curves": {
+            d: {"relu": c, "aligned": {"linear": c, "xor": c}, "present": {"linear": c, "xor": c}}
+            for d, c in drop.items()
+        },
+    }
+    fig = draw_figure2(data)
+    _no_key_on_data(fig)
+    _labelled(fig)
+    ax_d, ax_e = _data_panels(fig)
+    relu = ax_d.collections[-1].get_facecolor()[0]
+    theory = [line for line in ax_d.get_lines() + ax_e.get_lines() if line.get_color() not in ("tab:red", "grey")]
+    runs = [line for line in ax_e.get_lines() if line.get_color() == "tab:red"]
+    assert len(runs) == 3 and all(line.get_marker() not in (None, "None", "") for line in runs)
+    assert min(line.get_zorder() for line in runs) > max(line.get_zorder() for line in theory)
+    run_points = [c for c in ax_d.collections if np.allclose(c.get_facecolor()[0], relu)]
+    assert min(c.get_zorder() for c in run_points) > max(line.get_zorder() for line in theory)
+    # the linear prediction from the initial weights never halves at Delta = 0.5: a mark at the top
+    top = ax_d.get_ylim()[1]
+    marks = [c for c in ax_d.collections if len(c.get_offsets()) and not np.allclose(c.get_facecolor()[0], relu)]
+    assert [tuple(o) for c in marks for o in c.get_offsets()] == [(0.5, marks[0].get_offsets()[0][1])]
+    assert marks[0].get_offsets()[0][1] > max(max(t) for t in data["relu_times"]) and marks[0].get_offsets()[0][1] < top

@@ -1,0 +1,116 @@
+"""gdln as a package: one import name, its version, the shipped examples, help on every option."""
+
+import argparse
+import tomllib
+
+import pytest
+
+from gdln.cli import build_parser, main
+
+from .conftest import ROOT
+
+
+def _options(parser, path=()):
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from _options(sub, (*path, name))
+        else:
+            yield path, action
+
+
+def test_every_option_has_help():
+    missing = [
+        f"{' '.join(path)} {action.option_strings or action.dest}"
+        for path, action in _options(build_parser())
+        if not action.help
+    ]
+    assert missing == []
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(["--version"])
+    assert stop.value.code == 0
+    name, version = capsys.readouterr().out.split()
+    assert name == "gdln" and version[0].isdigit()
+
+
+def test_examples_are_the_repository_specs(capsys, tmp_path):
+    assert main(["examples"]) == 0
+    listed = {line.split()[0] for line in capsys.readouterr().out.splitlines()[:-1]}
+    assert listed == {path.stem for path in (ROOT / "examples").glob("*.toml")}
+    target = tmp_path / "xor.toml"
+    assert main(["examples", "xor", "--out", str(target)]) == 0
+    assert tomllib.loads(target.read_text()) == tomllib.loads((ROOT / "examples" / "xor.toml").read_text())
+    assert main(["derive", str(target), "--network", "xor", "--json"]) == 0
+
+
+def test_unknown_example_is_one_line(capsys):
+    assert main(["examples", "nope"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "xor" in err[0]
+
+
+def test_public_api_names_resolve_lazily():
+    """``import gdln`` loads no layer; each public name is the object its module defines."""
+    import importlib
+    import subprocess
+    import sys
+
+    probe = "import gdln, sys; print(any(m.startswith(('gdln.derive', 'jax', 'sympy')) for m in sys.modules))"
+    assert (
+        subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.strip()
+        == "False"
+    )
+    import gdln
+
+    assert sorted(gdln.__all__) == sorted(gdln._EXPORTS)
+    for name in gdln.__all__:
+        module = importlib.import_module(gdln._EXPORTS[name])
+        assert getattr(gdln, name) is getattr(module, name)
+
+
+def test_reports_show_as_tables_and_stay_dicts():
+    import json
+
+    from gdln.derive.spec import load_spec
+    from gdln.verify.reports import race_report
+
+    task = load_spec(ROOT / "examples" / "xor.toml")
+    report = race_report(task, {"Delta": 2.0})
+    table = report._repr_markdown_().splitlines()
+    assert table[0] == "**winner: linear**"
+    rows = [line for line in table if line.startswith("| linear") or line.startswith("| xor")]
+    assert len(rows) == 2
+    assert json.loads(json.dumps(report)) == json.loads(json.dumps(dict(report)))
+
+
+def test_derivation_latex_display_compiles(tmp_path):
+    """A derivation's Jupyter display is the body of --latex-fragment; it compiles with pdflatex."""
+    import os
+    import shutil
+    import subprocess
+
+    from gdln.derive.derivation import NetworkDerivation
+    from gdln.derive.latex import derivation_latex
+    from gdln.derive.spec import load_spec
+
+    derivation = NetworkDerivation(load_spec(ROOT / "examples" / "xor.toml"), "xor")
+    body = derivation._repr_latex_()
+    assert body == derivation_latex(derivation)
+    if shutil.which("pdflatex") is None:
+        if os.environ.get("GDLN_REQUIRE_PDFLATEX"):
+            pytest.fail("pdflatex is required here but not installed")
+        pytest.skip("pdflatex not installed")
+    (tmp_path / "main.tex").write_text(
+        "\\documentclass{article}\n\\usepackage{amsmath,amssymb}\n\\begin{document}\n" + body + "\\end{document}\n"
+    )
+    result = subprocess.run(
+        ["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "main.tex"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stdout[-2000:]

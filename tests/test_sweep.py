@@ -1,0 +1,352 @@
+"""``gdln sweep``: identities first (the batched pieces against their one-point originals), then
+the sweep against ``race``/``verify`` at the same points, then bad input."""
+
+import json
+import tomllib
+
+import numpy as np
+import pytest
+from hypothesis import event, given, settings
+from hypothesis import strategies as st
+
+from gdln.cli import main
+from gdln.derive.spec import load_spec, task_from_dict
+from gdln.numeric.training import initial_relu_weights, train_relu, train_relu_points
+from gdln.verify.reports import race_report, verify_report
+from gdln.verify.sweep import check_points, parse_axis, sweep_report
+
+from .conftest import ROOT, XOR_SPEC
+from .test_fuzz import FUZZ, run_cli
+
+#: the sweep's crossing times against race's, both solved on the same dynamics to ~1e-13
+CROSSING_RTOL = 1e-6
+#: the sweep's final loss against race's: a race that settles stops within SETTLED_TOLERANCE (1e-10)
+#: of the initial loss above the least loss, the sweep at the first such step, race at a segment's end
+FINAL_ATOL = 1e-9
+
+
+@pytest.fixture(scope="module")
+def xor():
+    return load_spec(XOR_SPEC)
+
+
+def test_batched_training_is_train_relu(xor):
+    """Runs that differ in data, init scale and step train as train_relu trains each alone."""
+    from gdln.numeric.prediction import TaskPredictions
+
+    models = TaskPredictions(xor)
+    points = [(0.5, 1e-3, 0.01), (2.0, 1e-2, 0.02)]
+    w1, w2 = (np.asarray(w) for w in initial_relu_weights(16, 3, 1, 1.0, range(2)))
+    inputs, targets, w1s, w2s, rates, expected = [], [], [], [], [], []
+    for delta, scale, rate in points:
+        x, y = (np.asarray(a) for a in models.dataset([delta]))
+        run = train_relu(x, y, 16, scale, rate, 300, range(2))
+        expected.append(np.asarray(run.losses))
+        for seed in range(2):
+            inputs.append(x)
+            targets.append(y)
+            w1s.append(scale * w1[seed])
+            w2s.append(scale * w2[seed])
+            rates.append(rate)
+    got = train_relu_points(np.stack(inputs), np.stack(targets), np.stack(w1s), np.stack(w2s), np.array(rates), 300)
+    np.testing.assert_allclose(got, np.concatenate(expected), rtol=1e-12, atol=0)
+
+
+def test_sweep_crossings_are_the_race_at_each_point(xor):
+    axes = [parse_axis("Delta=0.5:3:4", xor), parse_axis("init_scale=1e-6:1e-2:3:log", xor)]
+    report = sweep_report(xor, axes)
+    assert len(report["points"]) == 12
+    for point in report["points"][::5]:
+        trained = xor.with_training(init_scale=point["values"]["init_scale"])
+        race = race_report(trained, {"Delta": point["values"]["Delta"]})
+        assert point["winner"] == race["winner"]
+        for mine, theirs in zip(point["networks"], race["networks"]):
+            assert mine["name"] == theirs["name"]
+            for key in ("t_half", "t_90"):
+                assert mine[key] == pytest.approx(theirs[key], rel=CROSSING_RTOL)
+            assert mine["final_loss"] == pytest.approx(theirs["final_loss"], abs=1e-12)
+
+
+def test_width_seeded_xor_boundary_is_the_derived_delta_star(xor):
+    """THEORY section 9: on XoR the width-seeded race switches exactly at Delta* at every init."""
+    axes = [parse_axis("Delta=1.5:1.8:13", xor), parse_axis("init_scale=1e-6:1e-2:3:log", xor)]
+    report = sweep_report(xor, axes)
+    (crossover,) = report["crossovers"]
+    delta_star = crossover["value"]
+    assert delta_star == pytest.approx(2 * np.sqrt(6) / 3, rel=1e-12)
+    for point in report["points"]:
+        expected = "xor" if point["values"]["Delta"] < delta_star else "linear"
+        assert point["winner"] == expected
+
+
+def test_check_points_reach_the_boundary():
+    labels = np.array([0, 0, 0, 1, 1, 1, 1, 1] * 8)  # 8 x 8 grid, boundary between columns 2 and 3
+    chosen = check_points(labels, (8, 8), 6, np.ones(64, dtype=bool))
+    assert len(chosen) == 6
+    near = [i for i in chosen if i % 8 in (2, 3)]
+    assert len(near) >= 3
+
+
+@pytest.mark.slow
+def test_aligned_race_and_check_are_verify_at_the_point(xor):
+    """At a checked point the sweep's alignment-seeded t_half is verify's predicted t_half, and the
+    candidate it says the trained network follows is verify's."""
+    # init scales share one phase per seed, scaled (numeric.alignment.run_phase): not the smallest too
+    axes = [parse_axis("Delta=1.0:1.9:2", xor), parse_axis("init_scale=1e-5:1e-3:2:log", xor)]
+    report = sweep_report(xor, axes, check=4)
+    for point in report["points"]:
+        trained = xor.with_training(init_scale=point["values"]["init_scale"])
+        verified = verify_report(trained, {"Delta": point["values"]["Delta"]}, representations=False)
+        by_name = {n["name"]: n for n in verified["networks"]}
+        for entry in point["networks"]:
+            assert entry["aligned_t_half"] == pytest.approx(by_name[entry["name"]]["t_half_predicted"], rel=1e-9)
+        assert point["checked"]["follows"] == verified["follows"]
+        assert point["checked"]["max_deviation"] == pytest.approx(
+            by_name[verified["follows"]]["max_deviation"], rel=1e-6
+        )
+
+
+def _same_race(point: dict, race: dict) -> None:
+    """The sweep's entries at a point are race's at that point: winner, crossings, final loss."""
+    assert point["winner"] == race["winner"]
+    for mine, theirs in zip(point["networks"], race["networks"], strict=True):
+        assert mine["name"] == theirs["name"]
+        for key in ("t_half", "t_90"):
+            assert (mine[key] is None) == (theirs[key] is None), (key, mine, theirs)
+            if theirs[key] is not None:
+                assert mine[key] == pytest.approx(theirs[key], rel=CROSSING_RTOL)
+        assert mine["final_loss"] == pytest.approx(theirs["final_loss"], rel=CROSSING_RTOL, abs=FINAL_ATOL)
+
+
+@pytest.fixture(scope="module")
+def ode_task():
+    """XoR data and two candidates without closed forms: XoR's pathways two hidden layers deep
+    (the race ODE), and an always-on pathway with one on datapoints 0 and 3 (the reduced flow)."""
+    from gdln.numeric.prediction import TaskPredictions
+
+    with open(XOR_SPEC, "rb") as handle:
+        document = tomllib.load(handle)
+    deep = next(n for n in document["network"] if n["name"] == "xor")
+    deep["name"] = "deep"
+    for pathway in deep["pathway"]:
+        pathway["hidden_layers"] = 2
+    document["network"] = [deep, {"name": "overlap", "pathway": [{"name": "all"}, {"name": "pos", "active": [0, 3]}]}]
+    task = task_from_dict(document, "<odes>")
+    models = TaskPredictions(task)
+    assert [models.prediction(n).kind for n in ("deep", "overlap")] == ["race ODE", "reduced flow"]
+    return task, models
+
+
+def test_ode_sweep_is_the_race_at_each_point(ode_task):
+    """The batched solve of race ODEs and reduced flows gives race's answers at every point: init
+    scales from a plain start to seeds below float range (the flow's linear phase, past the
+    horizon at 1e-100), at two values of Delta."""
+    task, models = ode_task
+    axes = [parse_axis("Delta=0.5:2:2", task), parse_axis("init_scale=1e-100:1e-2:4:log", task)]
+    report = sweep_report(task, axes, models=models)
+    assert report["seeds"]["aligned"] is None  # deep pathways: no alignment-seeded race
+    for point in report["points"]:
+        trained = task.with_training(init_scale=point["values"]["init_scale"])
+        _same_race(point, race_report(trained, {"Delta": point["values"]["Delta"]}, models=models))
+
+
+def test_batched_ode_crossings_ignore_the_horizon(ode_task):
+    """As race's: the steps do not depend on the horizon, so neither do the crossings; a horizon
+    of 1e8 epochs ends once the loss has settled."""
+    from gdln.numeric.sweep import ode_race_points
+
+    _, models = ode_task
+    for name in ("deep", "overlap"):
+        prediction = models.prediction(name)
+        scales = np.array([1e-2, 1e-4])
+        logs = np.stack([np.asarray(prediction.log_initial_strengths(s)) for s in scales])
+        values, tau = np.array([[1.0], [1.5]]), np.array([100.0, 50.0])
+        short, long = (ode_race_points(prediction.engine, values, logs, tau, h) for h in (12000, 10**8))
+        within = np.isfinite(short.crossings)  # null: after 12000 epochs
+        assert within.any() and np.all(np.isfinite(long.crossings)) and np.all(long.crossings[~within] > 12000)
+        np.testing.assert_array_equal(short.crossings[within], long.crossings[within])
+        assert np.all(long.final_loss < 1e-9)
+
+
+def test_batched_race_stops_as_race_does(ode_task):
+    """A point that runs out of steps stops there, its crossings after it unknown and its final
+    loss read there; a point whose initial loss is not positive has no race; neither changes
+    what the other points of its batch compute."""
+    from dataclasses import replace
+
+    from gdln.numeric.batched_race import ode_races
+
+    _, models = ode_task
+    prediction = models.prediction("overlap")
+    problems = [
+        prediction.flow.race_ode(np.asarray(prediction.log_initial_strengths(s)), 100.0, [1.0]) for s in (1e-2, 1e-4)
+    ]
+    whole = ode_races(problems, (0.5, 0.1), 12000)
+    assert np.all(np.isnan(whole.stopped_at)) and np.all(np.isfinite(whole.crossings))
+    short = ode_races(problems, (0.5, 0.1), 12000, budget=20)
+    np.testing.assert_array_equal(short.steps, [20, 20])
+    assert np.all(short.stopped_at < whole.crossings[:, 0]) and np.all(np.isnan(short.crossings))
+    assert np.all((short.final_loss > 0.5) & (short.final_loss <= 1.0))
+    mixed = ode_races([problems[0], replace(problems[1], initial_loss=0.0)], (0.5, 0.1), 12000)
+    np.testing.assert_array_equal(mixed.crossings[0], whole.crossings[0])
+    assert mixed.final_loss[0] == whole.final_loss[0]
+    assert np.all(np.isnan(mixed.crossings[1])) and np.isnan(mixed.final_loss[1])
+
+
+@pytest.mark.slow
+def test_section4_sweep_crossings_are_the_race():
+    task = load_spec(ROOT / "examples" / "section4_context.toml")
+    axes = [parse_axis("init_scale=1e-5:1e-3:2:log", task)]
+    report = sweep_report(task, axes)
+    for point in report["points"]:
+        _same_race(point, race_report(task.with_training(init_scale=point["values"]["init_scale"])))
+
+
+def test_sweep_cli_json_and_plot(tmp_path, capsys):
+    plot = tmp_path / "phase.png"
+    argv = ["sweep", str(XOR_SPEC), "--grid", "Delta=0.5:3:5", "--grid", "init_scale=1e-4:1e-2:3:log"]
+    assert main([*argv, "--plot", str(plot), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert [a["name"] for a in report["axes"]] == ["Delta", "init_scale"]
+    assert report["axes"][1]["log"] is True
+    assert {p["winner"] for p in report["points"]} == {"xor", "linear"}
+    assert all(p["checked"] is None for p in report["points"])
+    assert report["timing"]["training_s"] == 0.0
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize(
+    "grids",
+    [
+        ["Gamma=1:2:3"],
+        ["Delta=1:2"],
+        ["Delta=a:2:3"],
+        ["Delta=1:2:0"],
+        ["Delta=1:2:100000"],
+        ["Delta=2:1:3"],
+        ["init_scale=0:1e-2:3:log"],
+        ["Delta=1:2:3:lin"],
+        ["Delta=1:2:3", "Delta=1:3:3"],
+        ["Delta=1:2:3", "init_scale=1e-3:1e-2:3", "learning_rate=0.01:0.02:2"],
+        ["Delta=1:2:256", "init_scale=1e-3:1e-2:256"],
+        ["Delta=nan:2:3"],
+    ],
+)
+def test_bad_grids_are_one_line_errors(grids, capsys):
+    argv = ["sweep", str(XOR_SPEC)]
+    for grid in grids:
+        argv += ["--grid", grid]
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("gdln: error:"), lines
+
+
+# --- generated grids (issue 29): valid ones end in finite JSON, broken ones in one line --------
+
+#: generated cases: valid grids (each a small sweep, seconds), broken grids (refused at once)
+VALID_GRIDS, BROKEN_GRIDS = 4, 60
+
+_RANGES = {  # name -> (low, high, log): bounds that give a small, meaningful XoR sweep
+    "Delta": (0.2, 5.0, False),
+    "init_scale": (1e-6, 1e-1, True),
+    "learning_rate": (1e-3, 0.05, True),
+    "hidden_units": (8, 64, False),
+}
+
+
+@st.composite
+def valid_grid(draw):
+    names = draw(st.lists(st.sampled_from(sorted(_RANGES)), min_size=1, max_size=2, unique=True))
+    axes = []
+    for name in names:
+        low, high, log = _RANGES[name]
+        start = draw(st.floats(low, high))
+        stop = draw(st.floats(start, high))
+        count = draw(st.integers(1, 3))
+        axes.append(f"{name}={start!r}:{stop!r}:{count}" + (":log" if log and draw(st.booleans()) else ""))
+    return axes
+
+
+def _axis(name, start, stop, count, log=""):
+    return f"{name}={start}:{stop}:{count}{log}"
+
+
+@st.composite
+def broken_grid(draw):
+    """A grid with one defect of the kinds the sweep refuses, the rest drawn at random."""
+    number = st.floats(0.01, 10.0).map(repr)
+    defect = draw(
+        st.sampled_from(
+            [
+                "unknown name",
+                "malformed",
+                "zero points",
+                "too many points",
+                "start above stop",
+                "log bound",
+                "twice",
+                "three axes",
+                "grid too large",
+                "not finite",
+                "no equals",
+            ]
+        )
+    )
+    event(defect)
+    good = _axis("Delta", draw(number), "12", draw(st.integers(1, 3)))
+    if defect == "unknown name":
+        name = draw(
+            st.text(st.characters(codec="utf-8", exclude_characters="=:"), min_size=1, max_size=8).filter(
+                lambda s: s.strip() not in _RANGES and s.strip()
+            )
+        )
+        return [_axis(name, 1, 2, 2)]
+    if defect == "malformed":
+        return [
+            "Delta="
+            + draw(st.sampled_from(["1:2", "1:2:3:4:5", "1::3", ":2:3", "1:2:x", "1:2:3:lin", "a:b:c", "1:2:2.5"]))
+        ]
+    if defect == "zero points":
+        return [_axis("Delta", 1, 2, draw(st.integers(-5, 0)))]
+    if defect == "too many points":
+        return [_axis("Delta", 1, 2, draw(st.integers(257, 10**6)))]
+    if defect == "start above stop":
+        stop = draw(st.floats(0.01, 5.0))
+        return [_axis("Delta", stop + draw(st.floats(0.01, 5.0)), stop, 2)]
+    if defect == "log bound":
+        return [_axis("init_scale", draw(st.sampled_from(["0", "-1", "-1e-3"])), "1e-2", 3, ":log")]
+    if defect == "twice":
+        return [good, good]
+    if defect == "three axes":
+        return [good, _axis("init_scale", "1e-4", "1e-3", 2), _axis("learning_rate", "0.01", "0.02", 2)]
+    if defect == "grid too large":
+        return [_axis("Delta", 1, 2, 256), _axis("init_scale", "1e-4", "1e-2", draw(st.integers(65, 256)))]
+    if defect == "not finite":
+        return [_axis("Delta", draw(st.sampled_from(["nan", "inf", "-inf", "1e999"])), 2, 2)]
+    return ["Delta" + draw(st.sampled_from(["", ":1:2:3", " 1:2:3"]))]
+
+
+def _sweep_argv(grids):
+    argv = ["sweep", str(XOR_SPEC), "--json"]
+    for grid in grids:
+        argv += ["--grid", grid]
+    return argv
+
+
+@settings(max_examples=BROKEN_GRIDS, **FUZZ)
+@given(grids=broken_grid())
+def test_generated_broken_grids_are_one_line_errors(capsys, grids):
+    code, _, err = run_cli(capsys, _sweep_argv(grids))
+    assert code == 2, (grids, err)
+
+
+@pytest.mark.slow
+@settings(max_examples=VALID_GRIDS, **FUZZ)
+@given(grids=valid_grid())
+def test_generated_valid_grids_give_finite_json(capsys, grids):
+    code, out, err = run_cli(capsys, _sweep_argv(grids))
+    assert code == 0, (grids, err)
+    report = json.loads(out)
+    assert len(report["points"]) == np.prod([len(a["values"]) for a in report["axes"]])

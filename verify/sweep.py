@@ -1,0 +1,578 @@
+"""``gdln sweep``: the race, and where the theory holds, over a grid of one or two parameters.
+
+At every grid point, three answers, each computed for all points at once where the dynamics allow:
+
+- the **width-seeded race** (``winner``): every candidate started from its width and the init
+  scale, exactly as :func:`verify.reports.race_report` races it (same seeds, crossings solved on
+  the dynamics, same ranking :func:`verify.reports.race_order`);
+- the **alignment-seeded race** (``aligned_winner``): the alignment phase of the spec's ReLU
+  seeds runs from their initial weights, no training, and each candidate continues from the
+  units that settled on its gates, as ``gdln verify`` predicts; the candidate with the smallest
+  predicted ``t_half`` wins;
+- the **derived crossovers**: the exact parameter values where two candidates' speeds tie.
+
+With ``check`` points, ReLU networks are trained there (all points and seeds in one program)
+and the candidate each follows is found by verify's own rule; its deviation maps where the
+theory holds (:data:`VALIDITY`).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jax.numpy as jnp
+import numpy as np
+import sympy
+
+from gdln.derive.algebraic import as_text
+from gdln.derive.errors import SpecError
+from gdln.derive.expressions import EvaluationError, evaluate
+from gdln.derive.spec import Task, task_from_dict
+from gdln.numeric.prediction import TaskPredictions
+from gdln.numeric.sweep import (
+    BatchedRace,
+    align_points,
+    aligned_descent_curves,
+    aligned_mode_seeds_batch,
+    closed_form_race,
+    mode_vectors,
+    ode_race_points,
+)
+from gdln.numeric.training import initial_relu_weights, train_relu_points
+
+from .checks import check_training_size, check_values
+from .display import SweepReport
+from .progress import Stages, plural
+from .reports import (
+    _finite_or_none,
+    candidate_predictions,
+    finite_crossing,
+    followed_candidate,
+    predicted_relu_curves,
+    race_order,
+    relu_alignment,
+    theory_stride,
+)
+
+#: the training settings an axis may sweep, beside the spec's parameters
+TRAINING_AXES = ("init_scale", "learning_rate", "hidden_units")
+MAX_AXES = 2
+#: points on one axis, and on the whole grid (the alignment-seeded race takes about 40 ms a point on 2 cores)
+MAX_AXIS_POINTS = 256
+MAX_GRID_POINTS = 16_384
+#: the theory holds at a checked point where the followed candidate's largest deviation from the
+#: mean ReLU loss stays below this fraction of the initial loss
+VALIDITY = 0.05
+FRACTIONS = (0.5, 0.1)
+
+
+@dataclass(frozen=True)
+class Axis:
+    """One axis of the grid: a spec parameter or a training setting, and its values."""
+
+    name: str
+    values: tuple[float, ...]
+    log: bool
+
+
+def parse_axis(text: str, task: Task) -> Axis:
+    """``NAME=START:STOP:NUM[:log]`` as an :class:`Axis`; one-line :class:`SpecError` naming the
+    flag otherwise. Nothing in ``text`` is evaluated: the bounds are plain numbers."""
+    name, sep, spec = text.partition("=")
+    name = name.strip()
+    if not sep or not name:
+        raise SpecError("--grid", text, "expected NAME=START:STOP:NUM[:log]")
+    known = [s.name for s in task.parameters]
+    if name not in known and name not in TRAINING_AXES:
+        raise SpecError(
+            "--grid",
+            name,
+            f"unknown name (parameters: {', '.join(known) or 'none'}; training: {', '.join(TRAINING_AXES)})",
+        )
+    parts = spec.split(":")
+    if len(parts) not in (3, 4) or (len(parts) == 4 and parts[3] != "log"):
+        raise SpecError("--grid", name, f"{spec!r} is not START:STOP:NUM or START:STOP:NUM:log")
+    try:
+        start, stop = float(parts[0]), float(parts[1])
+        count = int(parts[2])
+    except ValueError:
+        raise SpecError("--grid", name, f"{spec!r}: START and STOP must be numbers and NUM an integer") from None
+    log = len(parts) == 4
+    if not (math.isfinite(start) and math.isfinite(stop)):
+        raise SpecError("--grid", name, "START and STOP must be finite")
+    if not 1 <= count <= MAX_AXIS_POINTS:
+        raise SpecError("--grid", name, f"NUM must be between 1 and {MAX_AXIS_POINTS}, got {count}")
+    if start > stop:
+        raise SpecError("--grid", name, f"START {start:g} is above STOP {stop:g}")
+    if start <= 0:
+        what = "a log axis needs bounds above 0" if log else "values must be positive"
+        raise SpecError("--grid", name, f"{what}, got START {start:g}")
+    values = np.geomspace(start, stop, count) if log else np.linspace(start, stop, count)
+    if name == "hidden_units":
+        values = np.unique(np.round(values).astype(int)).astype(float)
+    return Axis(name, tuple(float(v) for v in values), log)
+
+
+def check_axes(axes: Sequence[Axis]) -> None:
+    if not axes:
+        raise SpecError("--grid", "grid", "give one or two axes: --grid NAME=START:STOP:NUM[:log]")
+    if len(axes) > MAX_AXES:
+        raise SpecError("--grid", "grid", f"at most {MAX_AXES} axes, got {len(axes)}")
+    names = [a.name for a in axes]
+    if len(set(names)) != len(names):
+        raise SpecError("--grid", names[0] if names.count(names[0]) > 1 else names[1], "axis given twice")
+    points = math.prod(len(a.values) for a in axes)
+    if points > MAX_GRID_POINTS:
+        raise SpecError("--grid", "grid", f"{points} points is above the limit of {MAX_GRID_POINTS}")
+
+
+def _task_with_width(task: Task, hidden_units: int) -> Task:
+    """The task with ``training.hidden_units`` changed; read again from its spec file so that
+    pathways without stated units take their share of the new width."""
+    path = Path(task.source)
+    if path.is_file():
+        document = tomllib.loads(path.read_text(encoding="utf-8"))
+        document.setdefault("training", {})["hidden_units"] = int(hidden_units)
+        return task_from_dict(document, source=task.source, default_title=task.title)
+    return task.with_training(hidden_units=int(hidden_units))
+
+
+@dataclass
+class _Grid:
+    axes: tuple[Axis, ...]
+    values: np.ndarray  # (points, parameters) in task.parameters order
+    init_scale: np.ndarray
+    learning_rate: np.ndarray
+    hidden_units: np.ndarray
+    shape: tuple[int, ...]
+
+    @property
+    def size(self) -> int:
+        return len(self.init_scale)
+
+    def point_values(self, index: int) -> dict[str, float]:
+        flat = np.unravel_index(index, self.shape)
+        return {axis.name: axis.values[i] for axis, i in zip(self.axes, flat)}
+
+
+def _grid(task: Task, axes: Sequence[Axis], overrides: Mapping[str, float]) -> _Grid:
+    mesh = np.meshgrid(*[np.asarray(a.values) for a in axes], indexing="ij")
+    columns = {a.name: m.ravel() for a, m in zip(axes, mesh)}
+    size = mesh[0].size
+    defaults = task.values(overrides)
+    values = (
+        np.stack([columns.get(s.name, np.full(size, defaults[s])) for s in task.parameters], axis=1)
+        if task.parameters
+        else np.zeros((size, 0))
+    )
+    training = task.training
+    return _Grid(
+        tuple(axes),
+        values.astype(np.float64),
+        columns.get("init_scale", np.full(size, training.init_scale)).astype(np.float64),
+        columns.get("learning_rate", np.full(size, training.learning_rate)).astype(np.float64),
+        columns.get("hidden_units", np.full(size, training.hidden_units)).astype(int),
+        tuple(len(a.values) for a in axes),
+    )
+
+
+def _finite_points(models: TaskPredictions, grid: _Grid) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(ok, inputs, targets)``: the data at every point, and where they are finite."""
+    inputs, targets = models.dataset.batch(grid.values)
+    ok = np.all(np.isfinite(inputs), axis=(1, 2)) & np.all(np.isfinite(targets), axis=(1, 2))
+    return ok, inputs, targets
+
+
+def _width_race(models: TaskPredictions, grid: _Grid, rows: np.ndarray) -> dict[str, BatchedRace]:
+    """Every candidate's width-seeded race at the points ``rows``: closed forms at all points in
+    one program; race ODEs and reduced flows in one batched solve per network."""
+    task, training = models.task, models.task.training
+    found = {}
+    for network in task.networks:
+        prediction = models.prediction(network.name)
+        # log a0 = log(units init_scale^2 / 2): the seeds at init scale 1, shifted by 2 log init_scale
+        logs = np.asarray(prediction.log_initial_strengths(1.0))[None] + 2 * np.log(grid.init_scale[rows])[:, None]
+        tau = 1.0 / grid.learning_rate[rows]
+        if prediction.kind == "closed form":
+            found[network.name] = closed_form_race(
+                prediction.compiled, grid.values[rows], logs, tau, training.epochs, FRACTIONS
+            )
+            continue
+        found[network.name] = ode_race_points(
+            prediction.engine, grid.values[rows], logs, tau, training.epochs, FRACTIONS
+        )
+    return found
+
+
+def _aligned_race(models: TaskPredictions, grid: _Grid, rows: np.ndarray, data) -> dict[str, np.ndarray] | None:
+    """Every candidate's predicted ``t_half`` from the alignment phase of the spec's ReLU seeds,
+    at the points ``rows``; ``None`` when a candidate is not a set of balanced depth-2 modes
+    (its prediction from the phase follows weight chains, which are not batched here)."""
+    task, training = models.task, models.task.training
+    predictions = {n.name: models.prediction(n.name) for n in task.networks}
+    if not all(p.uses_mode_recursion for p in predictions.values()):
+        return None
+    seeds, hidden = training.seeds, int(grid.hidden_units[rows[0]])
+    w1, w2 = (np.asarray(w) for w in initial_relu_weights(hidden, task.num_inputs, task.num_outputs, 1.0, range(seeds)))
+    # init_relu draws init_scale * normal, and the phase moves weights of every scale alike
+    # (numeric.alignment.run_phase): the points that differ only in init scale share one run per
+    # seed, started at the smallest of their scales, each a member scaled up from it
+    keys = np.concatenate([grid.values[rows], grid.learning_rate[rows, None]], axis=1)
+    _, group_of = np.unique(keys, axis=0, return_inverse=True)
+    group_of = group_of.ravel()
+    groups = [rows_in for rows_in in (np.flatnonzero(group_of == g) for g in range(group_of.max() + 1))]
+    width = max(len(g) for g in groups)
+    members = np.array([np.resize(g, width) for g in groups])  # positions in rows; padding repeats, dropped below
+    scales = grid.init_scale[rows][members]
+    base = scales.min(axis=1)
+    factors = np.repeat(scales / base[:, None], seeds, axis=0)
+    runs_w1 = (base[:, None, None, None] * w1[None]).reshape(-1, *w1.shape[1:])
+    runs_w2 = (base[:, None, None, None] * w2[None]).reshape(-1, *w2.shape[1:])
+    firsts = members[:, 0]
+    inputs, targets = (np.repeat(x[rows][firsts], seeds, axis=0) for x in data)
+    stride = theory_stride(training.epochs)
+    phase = align_points(
+        inputs,
+        targets,
+        runs_w1,
+        runs_w2,
+        np.repeat(grid.learning_rate[rows][firsts], seeds),
+        training.epochs,
+        stride,
+        factors,
+    )
+    # runs come out group by group, seed by seed, member by member; put them point by point, seed by seed
+    flat = np.arange(len(groups) * seeds * width).reshape(len(groups), seeds, width)
+    order = np.empty((len(rows), seeds), dtype=int)
+    for g, group in enumerate(groups):
+        order[group] = flat[g, :, : len(group)].T
+    phase = phase.take(order.ravel())
+    rates = np.repeat(grid.learning_rate[rows], seeds)
+    values = np.repeat(grid.values[rows], seeds, axis=0)
+    ts = np.arange(training.epochs // stride + 1) * stride
+    found = {}
+    for name, prediction in predictions.items():
+        compiled = prediction.compiled
+        modes = mode_vectors(compiled, values)
+        p0, q0 = aligned_mode_seeds_batch(compiled.derivation.network, modes, phase)
+        curves = aligned_descent_curves(compiled, p0, q0, phase, rates, values, training.epochs)
+        mean = curves.reshape(len(rows), seeds, -1).mean(axis=1)
+        found[name] = np.array([_nan_if_none(finite_crossing(ts, curve, 0.5)) for curve in mean])
+    return found
+
+
+def _nan_if_none(value):
+    return math.nan if value is None else value
+
+
+def _ranked(entries: list[dict]) -> tuple[str | None, float | None]:
+    """The winner by :func:`verify.reports.race_order` and its margin, the relative ``t_90`` gap to the runner-up."""
+    ranked = sorted(entries, key=race_order)
+    if not ranked or ranked[0]["final_loss"] is None:
+        return None, None
+    if len(ranked) > 1 and ranked[0]["t_90"] is None and race_order(ranked[0]) == race_order(ranked[1]):
+        return None, None
+    winner = ranked[0]
+    if len(ranked) == 1 or winner["t_90"] is None or ranked[1]["t_90"] is None:
+        return winner["name"], None
+    return winner["name"], (ranked[1]["t_90"] - winner["t_90"]) / winner["t_90"]
+
+
+def _aligned_ranked(t_halves: dict[str, float]) -> tuple[str | None, float | None]:
+    finite = sorted((t, name) for name, t in t_halves.items() if t is not None)
+    if not finite:
+        return None, None
+    if len(finite) == 1:
+        return finite[0][1], None
+    if finite[0][0] == finite[1][0]:
+        return None, 0.0
+    return finite[0][1], (finite[1][0] - finite[0][0]) / finite[0][0]
+
+
+def _boundary_points(labels: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """Flat indices of grid points with a neighbour (along an axis) of another label."""
+    grid = labels.reshape(shape)
+    near = np.zeros(shape, dtype=bool)
+    for axis in range(len(shape)):
+        differs = np.diff(grid, axis=axis) != 0
+        lower = [slice(None)] * len(shape)
+        upper = [slice(None)] * len(shape)
+        lower[axis], upper[axis] = slice(0, -1), slice(1, None)
+        near[tuple(lower)] |= differs
+        near[tuple(upper)] |= differs
+    return np.flatnonzero(near.ravel())
+
+
+def check_points(labels: np.ndarray, shape: tuple[int, ...], count: int, usable: np.ndarray) -> np.ndarray:
+    """``count`` grid points to train at: half next to the boundary of ``labels`` (evenly along
+    it), the rest spread evenly over the grid; deterministic."""
+    if count <= 0:
+        return np.zeros(0, dtype=int)
+    boundary = np.array([i for i in _boundary_points(labels, shape) if usable[i]], dtype=int)
+    near = (
+        boundary[np.unique(np.linspace(0, len(boundary) - 1, min(len(boundary), count // 2)).round().astype(int))]
+        if len(boundary)
+        else np.zeros(0, dtype=int)
+    )
+    rest = np.array([i for i in np.flatnonzero(usable) if i not in set(near)], dtype=int)
+    spread = (
+        rest[np.unique(np.linspace(0, len(rest) - 1, min(len(rest), count - len(near))).round().astype(int))]
+        if len(rest)
+        else np.zeros(0, dtype=int)
+    )
+    return np.sort(np.concatenate([near, spread]).astype(int))
+
+
+def _crossover_curves(models: TaskPredictions, axes: Sequence[Axis], overrides) -> list[dict]:
+    """The derived crossovers in an axis' parameter, each as text and as a curve over the other
+    axis (constant where it does not depend on it)."""
+    task = models.task
+    values = task.values(overrides)
+    names = [n.name for n in task.networks]
+    found = []
+    for i, first in enumerate(names):
+        for second in names[i + 1 :]:
+            for crossover in models.crossovers(first, second, values):
+                axis_names = [a.name for a in axes]
+                if crossover.parameter.name not in axis_names:
+                    continue
+                other = [a for a in axes if a.name != crossover.parameter.name]
+                entry: dict[str, Any] = {
+                    "networks": [first, second],
+                    "parameter": crossover.parameter.name,
+                    "expr": as_text(crossover.expr),
+                    "latex": f"{sympy.latex(crossover.parameter)} = {sympy.latex(crossover.expr)}",
+                    "faster_below": crossover.faster_below,
+                    "faster_above": crossover.faster_above,
+                }
+                try:
+                    if other and other[0].name in {s.name for s in crossover.expr.free_symbols}:
+                        symbol = task.parameter(other[0].name)
+                        entry["curve"] = {
+                            "along": other[0].name,
+                            "values": [evaluate(crossover.expr, {**values, symbol: v}).real for v in other[0].values],
+                        }
+                    else:
+                        entry["value"] = evaluate(crossover.expr, values).real
+                except EvaluationError:
+                    entry["value"] = None
+                found.append(entry)
+    return found
+
+
+def sweep_report(
+    task: Task,
+    axes: Sequence[Axis],
+    overrides: Mapping[str, float] | None = None,
+    *,
+    check: int = 0,
+    models: TaskPredictions | None = None,
+) -> dict:
+    """The race at every grid point (width- and alignment-seeded), the derived crossovers, and
+    at ``check`` points the candidate trained ReLU networks follow (see the module docstring)."""
+    check_axes(axes)
+    if not task.networks:
+        raise SpecError(task.source, "network", "the sweep needs at least one [[network]]")
+    overrides = dict(overrides or {})
+    clash = [a.name for a in axes if a.name in overrides]
+    if clash:
+        raise SpecError("--grid", clash[0], "is both an axis and a --set value")
+    started = time.perf_counter()
+    base = models or TaskPredictions(task)
+    check_values(task, overrides, base)
+    grid = _grid(task, axes, overrides)
+    ok, inputs, targets = _finite_points(base, grid)
+    names = [n.name for n in task.networks]
+    t_half = np.full((grid.size, len(names)), np.nan)
+    t_90 = np.full((grid.size, len(names)), np.nan)
+    final = np.full((grid.size, len(names)), np.nan)
+    aligned = np.full((grid.size, len(names)), np.nan)
+    aligned_available = True
+    aligned_seconds = 0.0
+    groups: dict[int, TaskPredictions] = {}
+    widths = [w for w in np.unique(grid.hidden_units) if np.any((grid.hidden_units == w) & ok)]
+    step = Stages("sweep", 2 * len(widths) + bool(check))
+    for width in widths:
+        rows = np.flatnonzero((grid.hidden_units == width) & ok)
+        at = f" ({width} hidden units)" if len(widths) > 1 else ""
+        step(f"width-seeded race at {plural(len(rows), 'point')}{at}")
+        models_here = base if width == task.training.hidden_units else TaskPredictions(_task_with_width(task, width))
+        groups[int(width)] = models_here
+        races = _width_race(models_here, grid, rows)
+        for k, name in enumerate(names):
+            t_half[rows, k], t_90[rows, k] = races[name].crossings[:, 0], races[name].crossings[:, 1]
+            final[rows, k] = races[name].final_loss
+        step(f"alignment-seeded race at {plural(len(rows), 'point')}{at}")
+        aligned_start = time.perf_counter()
+        found = _aligned_race(models_here, grid, rows, (inputs, targets))
+        aligned_seconds += time.perf_counter() - aligned_start
+        if found is None:
+            aligned_available = False
+        else:
+            for k, name in enumerate(names):
+                aligned[rows, k] = found[name]
+    theory_seconds = time.perf_counter() - started - aligned_seconds
+
+    points: list[dict[str, Any]] = []
+    for index in range(grid.size):
+        entries = [
+            {
+                "name": name,
+                "t_half": _finite_or_none(t_half[index, k]),
+                "t_90": _finite_or_none(t_90[index, k]),
+                "final_loss": _finite_or_none(final[index, k]),
+                "aligned_t_half": _finite_or_none(aligned[index, k]),
+            }
+            for k, name in enumerate(names)
+        ]
+        winner, margin = _ranked(entries) if ok[index] else (None, None)
+        aligned_winner, aligned_margin = (
+            _aligned_ranked({e["name"]: e["aligned_t_half"] for e in entries}) if ok[index] else (None, None)
+        )
+        points.append(
+            {
+                "values": grid.point_values(index),
+                "winner": winner,
+                "margin": margin,
+                "aligned_winner": aligned_winner,
+                "aligned_margin": aligned_margin,
+                "networks": entries,
+                "checked": None,
+            }
+        )
+
+    training_seconds, per_run = 0.0, None
+    if check:
+        labels = np.array([names.index(p["aligned_winner"]) if p["aligned_winner"] in names else -1 for p in points])
+        if not aligned_available:
+            labels = np.array([names.index(p["winner"]) if p["winner"] in names else -1 for p in points])
+        chosen = check_points(labels, grid.shape, check, ok)
+        step(f"training at {plural(len(chosen), 'checked point')}")
+        training_seconds, per_run = _check(groups, task, grid, chosen, points, inputs, targets)
+
+    step.close()
+    checked = [p for p in points if p["checked"] is not None and p["checked"]["follows"] is not None]
+    disagree = [
+        i
+        for i, p in enumerate(points)
+        if p["checked"] is not None
+        and p["checked"]["follows"] is not None
+        and p["aligned_winner"] != p["checked"]["follows"]
+    ]
+    aligned_labels = np.array(
+        [names.index(p["aligned_winner"]) if p["aligned_winner"] in names else -1 for p in points]
+    )
+    near_boundary = set(_boundary_points(aligned_labels, grid.shape).tolist())
+    return SweepReport(
+        {
+            "spec": task.source,
+            "axes": [{"name": a.name, "values": list(a.values), "log": a.log} for a in axes],
+            "seeds": {
+                "width": "each pathway from its width: a0 = units init_scale^2 / 2 (gdln race)",
+                "aligned": f"the alignment phase of {task.training.seeds} ReLU seeds from their initial weights (gdln verify)"
+                if aligned_available
+                else None,
+            },
+            "validity": VALIDITY,
+            "points": points,
+            "invalid_points": [i for i in range(grid.size) if not ok[i]],
+            "crossovers": _crossover_curves(base, axes, overrides),
+            "agreement": {
+                "checked": len(checked),
+                "agree": sum(p["winner"] == p["checked"]["follows"] for p in checked),
+                "aligned_agree": sum(p["aligned_winner"] == p["checked"]["follows"] for p in checked),
+                "disagree_points": [
+                    {
+                        "index": i,
+                        "values": points[i]["values"],
+                        "next_to_aligned_boundary": i in near_boundary,
+                        "outside_validity": points[i]["checked"]["max_deviation"] > VALIDITY,
+                    }
+                    for i in disagree
+                ],
+            },
+            "timing": {
+                "theory_s": theory_seconds,
+                "aligned_s": aligned_seconds,
+                "training_s": training_seconds,
+                "training_run_s": per_run,
+            },
+        }
+    )
+
+
+def _check(groups, task: Task, grid: _Grid, chosen: np.ndarray, points: list[dict], inputs, targets):
+    """Train ReLU networks at the ``chosen`` points with the spec's seeds (one program over all
+    points and seeds of a width), and say which candidate each follows by verify's rule."""
+    training = task.training
+    check_training_size(task, training, "relu")
+    seeds = training.seeds
+    stride = theory_stride(training.epochs)
+    ts = np.arange(training.epochs // stride + 1) * stride
+    seconds, runs = 0.0, 0
+    for width, models in groups.items():
+        rows = np.array([i for i in chosen if grid.hidden_units[i] == width], dtype=int)
+        if not len(rows):
+            continue
+        w1, w2 = (
+            np.asarray(w) for w in initial_relu_weights(width, task.num_inputs, task.num_outputs, 1.0, range(seeds))
+        )
+        scale = grid.init_scale[rows][:, None, None, None]
+        started = time.perf_counter()
+        losses = train_relu_points(
+            np.repeat(inputs[rows], seeds, axis=0),
+            np.repeat(targets[rows], seeds, axis=0),
+            (scale * w1[None]).reshape(-1, *w1.shape[1:]),
+            (scale * w2[None]).reshape(-1, *w2.shape[1:]),
+            np.repeat(grid.learning_rate[rows], seeds),
+            training.epochs,
+        )
+        seconds += time.perf_counter() - started
+        runs += len(rows) * seeds
+        relu = losses.reshape(len(rows), seeds, -1).mean(axis=1)[:, ::stride]
+        for k, row in enumerate(rows):
+            point_training = models.task.training.__class__(
+                learning_rate=float(grid.learning_rate[row]),
+                init_scale=float(grid.init_scale[row]),
+                epochs=training.epochs,
+                hidden_units=int(width),
+                seeds=seeds,
+            )
+            values = dict(zip(models.task.parameters, (float(v) for v in grid.values[row])))
+            initial = initial_relu_weights(
+                width, task.num_inputs, task.num_outputs, point_training.init_scale, range(seeds)
+            )
+            alignment = relu_alignment(models, initial, values, point_training)
+            curves = predicted_relu_curves(
+                models,
+                candidate_predictions(models),
+                initial,
+                values,
+                point_training,
+                jnp.asarray(ts, jnp.float64),
+                alignment=alignment,
+            )
+            networks = [
+                {
+                    "name": name,
+                    "max_deviation": float(np.max(np.abs(curve - relu[k])) / relu[k][0]),
+                    "mean_deviation": float(np.mean(np.abs(curve - relu[k])) / relu[k][0]),
+                    "from_alignment": False,
+                }
+                for name, curve in curves.items()
+            ]
+            follows, _ = followed_candidate(networks)
+            deviation = next((n["max_deviation"] for n in networks if n["name"] == follows), None)
+            points[row]["checked"] = {
+                "follows": follows,
+                "max_deviation": deviation,
+                "deviations": {n["name"]: n["max_deviation"] for n in networks},
+                "seeds": seeds,
+            }
+    return seconds, (seconds / runs if runs else None)

@@ -173,7 +173,7 @@ def _correlations(doc: Document, derivation, level: str) -> str:
             matrix = derivation.cross_correlations[(j, p)]
             text = structured(matrix, rows, cols, doc.registry, doc.names)
             shown_pairs.append((symbol, text, matrix))
-        lines.append(doc.equations([(s, t) for s, t, _ in shown_pairs if t is not None]))
+        lines.append(doc.equations_by_unit([[(s, t)] for s, t, _ in shown_pairs if t is not None]))
         for symbol, text, matrix in shown_pairs:
             if text is None:
                 lines.append(describe(symbol, matrix, names=doc.names) + ".\n\n")
@@ -220,15 +220,16 @@ def _svd(doc: Document, derivation, level: str) -> str:
         )
     )
     tables = [_class_table(doc, derivation, p) for p in range(len(derivation.pathways))]
-    position = 0
+    labelled, position = [], 0
     while position < len(tables):
         same_table = [position]
         while position + len(same_table) < len(tables) and tables[position + len(same_table)] == tables[position]:
             same_table.append(position + len(same_table))
-        numbers = [doc.numbers[derivation.pathways[q].name] for q in same_table]
-        lead = f"Pathway {numbers[0]}:" if len(numbers) == 1 else f"Pathways {join([str(n) for n in numbers])}, each:"
-        lines.append(f"\\noindent {lead}\n" + doc.display(tables[position]))
+        numbers = [str(doc.numbers[derivation.pathways[q].name]) for q in same_table]
+        label = f"pathway {numbers[0]}" if len(numbers) == 1 else f"pathways {join(numbers)}, each"
+        labelled.append(f"\\begin{{array}}{{c}}\\text{{{label}}} \\\\[2pt]\n{tables[position]}\n\\end{{array}}")
         position += len(same_table)
+    lines.append(doc.display(doc.rows(labelled, separator=" \\qquad ")))
     vectors = []
     for pathway_derivation in derivation.pathways:
         pathway = pathway_derivation.pathway
@@ -270,10 +271,9 @@ def _assumptions(doc: Document, derivation, level: str) -> str:
             "Assumption 2.1.1 fails for "
             + join(parts)
             + ": there $\\Sigma^{yx}(p)$ and $\\Sigma^x(p)$ do not share right singular vectors, so the reduction "
-            "keeps a mixing matrix, $d_{p,k}$ is only the diagonal of $\\Sigma^x(p)$ on the modes, and there is no "
-            "closed form.\n"
+            "keeps a mixing matrix and $d_{p,k}$ is only the diagonal of $\\Sigma^x(p)$ on the modes.\n"
         )
-        lines.extend(in_words(message) + ".\n" for message in other)
+        lines.extend(in_words(message, number) + ".\n" for message in other)
     if len(names) > 1:
         pairs = derivation.interacting_pairs
         total = len(names) * (len(names) - 1) // 2
@@ -304,7 +304,7 @@ def _assumptions(doc: Document, derivation, level: str) -> str:
         if not reduction.exact:
             lines.append(
                 "The group reduction, one trajectory per symmetric group and class, is not exact: "
-                + "; ".join(in_words(f) for f in reduction.failures)
+                + "; ".join(in_words(f, number) for f in reduction.failures)
                 + ". The system below therefore keeps one equation per mode.\n"
             )
         elif derivation.cross_correlations or groups:

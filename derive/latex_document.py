@@ -24,7 +24,7 @@ def _stretched(display: str) -> str:
     matrices keep their own: their fractions already set the height of a row)."""
     if "\\begin{array}" not in display or not ("\\tfrac" in display or "\\text{class}" in display):
         return display
-    return "{\\renewcommand{\\arraystretch}{1.2}\n" + display + "}\n"
+    return "{\\renewcommand{\\arraystretch}{1.2}\n" + display.rstrip("\n") + "}%\n"
 
 
 @dataclass
@@ -120,7 +120,9 @@ class Document:
         for symbol, block in self.registry.blocks[self.shown_blocks :]:
             if max(block.shape) <= MAX_NAMED_SIDE and short_entries(block, self.names):
                 lines.append(
-                    "\\noindent where\n{\\small\n" + self.display(f"{symbol} = {full(block, self.names)}") + "}\n"
+                    "\\noindent where\n{\\small\n"
+                    + self.display(f"{symbol} = {full(block, self.names)}").rstrip("\n")
+                    + "}%\n"
                 )
             else:
                 lines.append("\\noindent where " + describe(symbol, block, names=self.names) + ".\n\n")

@@ -38,8 +38,8 @@ def _growth(variable: str, depth: int) -> str:
     return f"{depth}\\, {variable}^{{{math(formulas.depth_exponent(depth, sympy))}}}"
 
 
-def _minus(c, term: str, names: dict) -> str:
-    text = coefficient(c, names)
+def _minus(c, term: str, names: dict, fraction: str = "\\tfrac") -> str:
+    text = coefficient(c, names, fraction)
     return f" + {text[1:].lstrip()}{term}" if text.startswith("-") else f" - {text}{term}"
 
 
@@ -96,7 +96,8 @@ def _groups(doc: Document, derivation) -> str:
         else "The modes of one class share a trajectory, "
     )
     lines = [
-        lead + f"$a_{{p,k}} = b_i$ for $m_i$ modes: {plural(len(rows), 'equation')}, one per group and class.\n",
+        lead + f"$a_{{p,k}} = b_i$ for $m_i$ modes: {plural(len(rows), 'equation')}, one per group and class, with "
+        "$C_{ij} = \\sum_{(q,l) \\in j} C_{(p,k),(q,l)}$ the same for every mode $(p,k)$ of $i$.\n",
         Document.display(
             "\\begin{array}{ccccc}\n & \\text{pathways} & \\text{class} & s_i & m_i \\\\ \\hline\n"
             + " \\\\\n".join(rows)
@@ -106,7 +107,11 @@ def _groups(doc: Document, derivation) -> str:
     equations = []
     coupling = system.coupling
     for i, x in enumerate(system.variables):
-        terms = [_minus(coupling[i, j], names[y], names) for j, y in enumerate(system.variables) if coupling[i, j] != 0]
+        terms = [
+            _minus(coupling[i, j], names[y], names, "\\frac")
+            for j, y in enumerate(system.variables)
+            if coupling[i, j] != 0
+        ]
         equations.append(
             _equation(
                 f"\\tau \\dot {names[x]}",
@@ -209,6 +214,8 @@ def _modes(doc: Document, derivation) -> str:
         ("In blocks ($C$ is symmetric):\n" if symmetric else "In blocks:\n")
         + Document.display(f"C = {block_matrix(texts)}")
     )
+    if named:
+        lines.append("Entry $(k, l)$ of $C^{(p,q)}$ couples mode $k$ of pathway $p$ to mode $l$ of pathway $q$.\n")
     for p, q in named:
         lines.append(_pattern(f"C^{{({numbers[p]},{numbers[q]})}}", block(p, q), names) + ".\n\n")
     lines.append(_coupling_values(coupling, names))
@@ -230,7 +237,15 @@ def _pattern(symbol: str, matrix, names: dict) -> str:
         by_value.setdefault(value, []).append((k, l))
     shown = {value: _short(value, names) for value in by_value} if len(nonzero) <= MAX_LISTED_ENTRIES else {}
     if not nonzero or len(nonzero) > MAX_LISTED_ENTRIES or any(t is None for t in shown.values()):
-        return describe(symbol, matrix, names=names)
+        named = sum(1 for _, _, value in nonzero if value.has(CouplingNumber))
+        note = (
+            ""
+            if not named
+            else f" ({named} of them named exact numbers)"
+            if named < len(nonzero)
+            else " (named exact numbers)"
+        )
+        return describe(symbol, matrix, names=names, note=note)
     parts = [
         f"${shown[value]}$ at " + join([f"$({k + 1},{l + 1})$" for k, l in places])
         for value, places in by_value.items()
@@ -293,7 +308,7 @@ def polynomial(expr, variables: Sequence[sympy.Symbol], names: dict) -> str:
     text = ""
     for powers, c in terms:
         monomial = " ".join(math(v, names) + ("" if e == 1 else f"^{{{e}}}") for v, e in zip(variables, powers) if e)
-        piece = coefficient(simplified(c), names) + monomial if monomial else math(simplified(c), names)
+        piece = coefficient(simplified(c), names, "\\frac") + monomial if monomial else math(simplified(c), names)
         if not text:
             text = piece
         elif piece.startswith("-"):

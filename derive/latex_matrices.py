@@ -58,9 +58,9 @@ def same(a, b) -> bool:
     return vanishes(a - b)
 
 
-def coefficient(c, names: dict | None = None) -> str:
+def coefficient(c, names: dict | None = None, fraction: str = "\\tfrac") -> str:
     """``c`` as the factor in front of a matrix or a variable: empty for 1, ``-`` for -1,
-    ``\\tfrac{p}{q}`` for a rational, parentheses around a sum."""
+    ``\\tfrac{p}{q}`` (or ``fraction``) for a rational, parentheses around a sum."""
     c = sympy.sympify(c)
     if c == 1:
         return ""
@@ -69,7 +69,7 @@ def coefficient(c, names: dict | None = None) -> str:
     if c.is_Rational:
         sign = "-" if c < 0 else ""
         p, q = abs(c.p), c.q
-        return f"{sign}{p}" if q == 1 else f"{sign}\\tfrac{{{p}}}{{{q}}}"
+        return f"{sign}{p}" if q == 1 else f"{sign}{fraction}{{{p}}}{{{q}}}"
     text = math(c, names)
     return f"\\left({text}\\right)" if isinstance(c, sympy.Add) else text + "\\,"
 
@@ -310,13 +310,15 @@ def values_text(entries: list, names: dict | None = None, limit: int = MAX_LISTE
     return f"{taking} {len(distinct)} distinct values, among them " + ", ".join(shown)
 
 
-def describe(symbol: str, matrix: sympy.MatrixBase, rank: int | None = None, names: dict | None = None) -> str:
-    """A sentence on a matrix too large to print: shape, rank, non-zero entries."""
+def describe(
+    symbol: str, matrix: sympy.MatrixBase, rank: int | None = None, names: dict | None = None, note: str = ""
+) -> str:
+    """A sentence on a matrix too large to print: shape, rank, non-zero entries (``note`` on them)."""
     nonzero = [e for e in matrix if e != 0]
     rank_text = f" of rank {rank}" if rank is not None else ""
     if not nonzero:
         return f"${symbol}$ is the ${matrix.rows} \\times {matrix.cols}$ zero matrix"
     return (
         f"${symbol}$ is ${matrix.rows} \\times {matrix.cols}${rank_text}, with "
-        f"{plural(len(nonzero), 'non-zero entry', 'non-zero entries')} {values_text(nonzero, names)}"
+        f"{plural(len(nonzero), 'non-zero entry', 'non-zero entries')}{note} {values_text(nonzero, names)}"
     )

@@ -87,18 +87,38 @@ def diagonalisation_failures(failures: Sequence[str]) -> tuple[dict[str, list[in
     return found, other
 
 
-def in_words(message: str) -> str:
-    """A derivation message in LaTeX text: quoted names in sans serif, lists of names joined in
-    words, classes and modes counted from 1 (as the document counts them), ``Sigma`` as math."""
+_DRIVES = re.compile(
+    r"^pathway (['\"])(?P<pathway>.*)\1: class (?P<j>\d+) of group \[(?P<group>[^\]]*)\] "
+    r"drives it outside its own singular vectors$"
+)
+
+
+def in_words(message: str, numbers: dict[str, int] | None = None) -> str:
+    """A derivation message in LaTeX text: pathways by their number in the document (``numbers``)
+    or their name in sans serif, lists of names joined in words, classes and modes counted from 1
+    (as the document counts them), ``Sigma`` as math."""
+    numbers = numbers or {}
+    drives = _DRIVES.match(message)
+    if drives:
+        group = [m.group(2) for m in _QUOTED.finditer(drives["group"])]
+        sources = [str(numbers[n]) if n in numbers else name(n) for n in group]
+        target = str(numbers[drives["pathway"]]) if drives["pathway"] in numbers else name(drives["pathway"])
+        return (
+            f"the modes of class {int(drives['j']) + 1} of {'pathway' if len(group) == 1 else 'pathways'} "
+            f"{join(sources)} drive pathway {target} outside its own singular vectors"
+        )
+
+    def quoted(text: str) -> str:
+        return f"\x05{numbers[text]}\x06" if text in numbers else f"\x01{text}\x02"
 
     def names_of(match: re.Match) -> str:
         inner = [m.group(2) for m in _QUOTED.finditer(match.group(1))]
-        return "\x00" + join([f"\x01{n}\x02" for n in inner]) + "\x00" if inner else match.group(0)
+        return "\x00" + join([quoted(n) for n in inner]) + "\x00" if inner else match.group(0)
 
     text = _LIST.sub(names_of, message)
-    text = _QUOTED.sub(lambda m: f"\x01{m.group(2)}\x02", text)
+    text = _QUOTED.sub(lambda m: quoted(m.group(2)), text)
     text = re.sub(r"\b(class|mode) (\d+)\b", lambda m: f"{m.group(1)} {int(m.group(2)) + 1}", text)
     text = text.replace("Sigma_yx", "\x03yx\x04").replace("Sigma_x", "\x03x\x04")
     text = escape_text(text.replace("\x00", ""))
-    text = text.replace("\x01", "\\textsf{").replace("\x02", "}")
+    text = text.replace("\x01", "\\textsf{").replace("\x02", "}").replace("\x05", "").replace("\x06", "")
     return text.replace("\x03", "$\\Sigma^{").replace("\x04", "}$")

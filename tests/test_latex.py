@@ -92,8 +92,17 @@ def test_xor_document_is_a_derivation_on_two_pages(capsys, tmp_path):
     assert system.kind == "groups" and len(system.variables) == 1
     # the one equation, from the reduced system's own s and C, and its closed form and fixed point
     assert tex.count("\\tau \\dot b_{1} &= 2\\, b_{1}\\Bigl(" + sympy.latex(system.singular_values[0])) == 1
+    assert sympy.simplify(system.coupling[0, 0] - (sympy.Symbol("Delta", positive=True) ** 2 + 8) / 16) == 0
     assert "b_{1}(t) &= \\frac{b_{1}^{*}}{1 + \\left(\\frac{b_{1}^{*}}{b_{1}(0)} - 1\\right)" in tex
     assert "b_{1}^{*} &= \\frac{2}{\\sqrt{\\Delta^{2} + 8}}" in tex
+    assert (
+        "\\tau \\dot b_{1} &= 2\\, b_{1}\\Bigl(\\frac{\\sqrt{\\Delta^{2} + 8}}{8} - \\frac{\\Delta^{2} + 8}{16}\\,b_{1}\\Bigr)"
+        in tex
+    )
+    # the loss in b_1 from the reduced system (m_1 = 4 modes), and where it ends
+    assert (
+        "L = \\frac{1}{2} - \\frac{\\sqrt{\\Delta^{2} + 8}}{2}\\,b_{1} + \\frac{\\Delta^{2} + 8}{8}\\,b_{1}^{2}" in tex
+    )
     assert "L(\\infty) = 0" in tex and "\\Delta^{*} = \\frac{2 \\sqrt{6}}{3}" in tex
     assert "v_{1,1} = \\left[2, 2, \\Delta\\right]^\\top / \\sqrt{\\Delta^{2} + 8}" in tex
     assert "datapoint 1 &" in tex  # gates in the document's own numbering (rows of X)
@@ -119,7 +128,7 @@ def test_section5_document_writes_the_mode_system_in_blocks(capsys, tmp_path):
     assert "C = \\left[\\begin{array}{cccc}\\operatorname{diag}(\\mathbf{d}_{1})" in tex
     assert "(C is symmetric)" in text.replace("$", "") or "($C$ is symmetric)" in tex
     assert "34 equations" in text and "take the values" in text
-    assert "class 1 of group \\textsf{common}" in text  # the failure, in words
+    assert "the modes of class 1 of pathway 1 drive pathway 2 outside its own singular vectors" in text
     pages, overfull = pdflatex(path)
     assert pages <= 4 and not overfull, (pages, overfull)
 
@@ -212,14 +221,16 @@ def test_words():
     assert ranges([0, 1, 2, 5]) == "1--3 and 6" and ranges([3]) == "4" and ranges([0, 1]) == "1 and 2"
     assert join(["a", "b", "c"]) == "a, b and c" and plural(1, "output") == "1 output"
     assert plural(3, "non-zero entry", "non-zero entries") == "3 non-zero entries"
-    text = in_words(
-        "pathway 'contexts-1-2': class 0 of group ['common', 'x'] drives it outside its own singular vectors"
+    message = "pathway 'contexts-1-2': class 0 of group ['common', 'x'] drives it outside its own singular vectors"
+    assert in_words(message, {"common": 1, "x": 3, "contexts-1-2": 2}) == (
+        "the modes of class 1 of pathways 1 and 3 drive pathway 2 outside its own singular vectors"
     )
-    assert text == (
-        "pathway \\textsf{contexts-1-2}: class 1 of group \\textsf{common} and \\textsf{x} drives it outside its "
-        "own singular vectors"
+    assert in_words("pathway 'a' is coupled unlike the rest of its group") == (
+        "pathway \\textsf{a} is coupled unlike the rest of its group"
     )
-    assert "'" not in in_words("pathway 'a' mode 2: Sigma_yx and Sigma_x do not share")
+    assert in_words("pathway 'a' mode 2: Sigma_yx and Sigma_x differ", {"a": 4}) == (
+        "pathway 4 mode 3: $\\Sigma^{yx}$ and $\\Sigma^{x}$ differ"
+    )
 
 
 def test_long_sums_break_at_top_level_signs():

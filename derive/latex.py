@@ -161,8 +161,8 @@ def _correlations(doc: Document, derivation, level: str) -> str:
     names = [pd.name for pd in derivation.pathways]
     if pairs:
         lines.append(
-            "Pathways that share datapoints and outputs drive each other through their cross correlations "
-            "$\\Sigma^x(q, p) = \\Sigma^x(p, q)^\\top$:\n"
+            "Pathways that share datapoints and outputs are coupled through $\\Sigma^x(q, p) = \\Sigma^x(p, q)^\\top$, "
+            "their cross correlations:\n"
         )
         shown_pairs = []
         for j, p in pairs:
@@ -296,9 +296,10 @@ def _assumptions(doc: Document, derivation, level: str) -> str:
         if groups:
             described = [join([str(number[names[p]]) for p in g]) for g in groups]
             lines.append(
-                "Symmetric pathways (the same depth, singular classes and overlaps with the rest, compared exactly): "
+                "Pathways "
                 + "; ".join(described)
-                + ".\n"
+                + f" {'are' if len(groups) == 1 else 'are, group by group,'} symmetric (the same depth, singular classes "
+                "and overlaps, compared exactly).\n"
             )
         reduction = derivation.group_reduction
         if not reduction.exact:

@@ -132,20 +132,29 @@ class Document:
     # --- values ----------------------------------------------------------------------------------------
     def value(self, expr) -> str:
         """An exact value; an algebraic number with no radical form as a root of a polynomial
-        (shown by :meth:`polynomials`), with its numerical value."""
+        (shown by :meth:`polynomials`), with its numerical value; any other expression in such
+        roots by its numerical value."""
+        expr = sympy.sympify(expr)
+        if not expr.has(sympy.CRootOf):
+            return math(expr, self.names)
+        number = f"\\approx {sympy.N(expr, 6)}"
+        exact = self.exact(expr)
+        return f"{exact} {number}" if exact is not None else number
+
+    def exact(self, expr) -> str | None:
+        """An exact value, a root of a polynomial as ``z_{j,i}`` or its square root; ``None`` for
+        any other expression in roots with no radical form."""
         expr = sympy.sympify(expr)
         roots = expr.atoms(sympy.CRootOf)
         if not roots:
             return math(expr, self.names)
-        approximate = f"\\approx {sympy.N(expr, 6)}"
         if len(roots) == 1:
             (root,) = roots
-            symbol = self._root_symbol(root)
-            if sympy.expand(expr**2 - root) == 0:
-                return f"\\sqrt{{{symbol}}} {approximate}"
             if expr == root:
-                return f"{symbol} {approximate}"
-        return approximate
+                return self._root_symbol(root)
+            if sympy.expand(expr**2 - root) == 0:
+                return f"\\sqrt{{{self._root_symbol(root)}}}"
+        return None
 
     def _root_symbol(self, root: sympy.CRootOf) -> str:
         poly = sympy.Poly(root.poly.as_expr().xreplace({root.poly.gen: _ROOT}), _ROOT).primitive()[1]

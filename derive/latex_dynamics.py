@@ -87,7 +87,7 @@ def _groups(doc: Document, derivation) -> str:
         members = [doc.numbers[derivation.pathways[p].name] for p in reduction.groups[g]]
         rows.append(
             f"{names[system.variables[i]]} & \\text{{{join([str(m) for m in members])}}} & {j + 1} & "
-            f"{math(system.singular_values[i], names)} & {system.multiplicities[i]}"
+            f"{doc.value(system.singular_values[i])} & {system.multiplicities[i]}"
         )
     shared = any(len(g) > 1 for g in reduction.groups)
     lead = (
@@ -96,8 +96,10 @@ def _groups(doc: Document, derivation) -> str:
         else "The modes of one class share a trajectory, "
     )
     lines = [
-        lead + f"$a_{{p,k}} = b_i$ for $m_i$ modes: {plural(len(rows), 'equation')}, one per group and class, with "
-        "$C_{ij} = \\sum_{(q,l) \\in j} C_{(p,k),(q,l)}$ the same for every mode $(p,k)$ of $i$.\n",
+        lead
+        + "$a_{p,k} = b_i$ for $m_i$ modes; $C_{ij}$ sums the couplings of a mode of $i$ to the modes of $j$"
+        + ("" if system.nonzero_couplings else " (here $C$ is diagonal: no trajectory drives another)")
+        + f". {plural(len(rows), 'equation').capitalize()}, one per group and class:\n",
         Document.display(
             "\\begin{array}{ccccc}\n & \\text{pathways} & \\text{class} & s_i & m_i \\\\ \\hline\n"
             + " \\\\\n".join(rows)
@@ -106,23 +108,30 @@ def _groups(doc: Document, derivation) -> str:
     ]
     equations = []
     coupling = system.coupling
+    symbolic = False  # an entry in roots with no radical form: the equation names it C_{ij}
     for i, x in enumerate(system.variables):
-        terms = [
-            _minus(coupling[i, j], names[y], names, "\\frac")
-            for j, y in enumerate(system.variables)
-            if coupling[i, j] != 0
-        ]
-        equations.append(
-            _equation(
-                f"\\tau \\dot {names[x]}",
-                _growth(names[x], system.depths[i]),
-                math(system.singular_values[i], names),
-                terms,
-            )
-        )
-    if not system.nonzero_couplings:
-        lines[-2] = lines[-2].rstrip("\n") + " No trajectory drives another ($C$ is diagonal):\n"
+        terms = []
+        for j, y in enumerate(system.variables):
+            if coupling[i, j] == 0:
+                continue
+            if coupling[i, j].has(sympy.CRootOf):
+                symbolic = True
+                terms.append(f" - C_{{{i + 1},{j + 1}}}\\,{names[y]}")
+            else:
+                terms.append(_minus(coupling[i, j], names[y], names, "\\frac"))
+        drive = doc.exact(system.singular_values[i]) or f"s_{{{i + 1}}}"
+        equations.append(_equation(f"\\tau \\dot {names[x]}", _growth(names[x], system.depths[i]), drive, terms))
     lines.append("\\begin{align*}\n" + " \\\\\n".join(equations) + "\n\\end{align*}\n")
+    if symbolic:
+        values = [
+            f"C_{{{i + 1},{j + 1}}} {doc.value(coupling[i, j])}"
+            for i in range(coupling.rows)
+            for j in range(coupling.cols)
+            if coupling[i, j].has(sympy.CRootOf)
+        ]
+        lines.append(
+            "with the couplings in roots of the polynomials below:\n" + Document.display(Document.rows(values))
+        )
     if system.nonzero_couplings:
         lines.append(_coupling_values(system.coupling, names))
     return "".join(lines)
@@ -167,7 +176,8 @@ def _modes(doc: Document, derivation) -> str:
             line.append(found)
         texts.append(line)
     lines = [
-        f"The group reduction does not hold, so the system keeps one equation per mode: "
+        ("As Assumption 2.1.1 fails" if derivation.diagonalisation_failures else "As the group reduction does not hold")
+        + ", the system keeps one equation per mode: "
         f"{plural(coupling.rows, 'equation')} in all. Per pathway, with "
         "$\\mathbf{a}_p = (a_{p,1}, a_{p,2}, \\dots)^\\top$, the vectors $\\mathbf{s}_p$ and $\\mathbf{d}_p$ of its "
         "$s_{p,k}$ and $d_{p,k}$ (the tables above), $\\circ$ the entrywise product and $C^{(p,q)}$ the block of "
@@ -279,8 +289,8 @@ def closed_forms(doc: Document, derivation, level: str) -> str:
         return "".join(lines)
     names = doc.names
     lines.append(
-        "Each equation $\\tau \\dot x = 2 x (s - d x)$ is a logistic (THEORY Eq.~7): $x$ rises from $x(0)$ to "
-        "$x^* = s/d$ on the time scale $\\tau/s$, half-way at $t = \\tfrac{\\tau}{2s} \\ln\\bigl(\\tfrac{x^*}{x(0)} - 1\\bigr)$:\n"
+        "Each $\\tau \\dot x = 2 x (s - d x)$ is a logistic (THEORY Eq.~7), from $x(0)$ to $x^* = s/d$ on the time "
+        "scale $\\tau/s$, half-way at $t = \\tfrac{\\tau}{2s} \\ln\\bigl(\\tfrac{x^*}{x(0)} - 1\\bigr)$:\n"
     )
     equations = []
     for i, (x, x0) in enumerate(zip(system.variables, system.initial)):
@@ -289,9 +299,10 @@ def closed_forms(doc: Document, derivation, level: str) -> str:
         if fixed.free_symbols:
             fixed = sympy.simplify(fixed)
         star = f"{names[x]}^{{*}}"
+        rate = f"-2 s_{{{i + 1}}} t/\\tau" if s.has(sympy.CRootOf) else math(-2 * s * TIME / TAU, names)
         equations.append(
             f"{names[x]}(t) &= \\frac{{{star}}}{{1 + \\left(\\frac{{{star}}}{{{names[x0]}}} - 1\\right) "
-            f"\\exp\\Bigl({math(-2 * s * TIME / TAU, names)}\\Bigr)}}, & {star} &= {math(fixed, names)}"
+            f"\\exp\\Bigl({rate}\\Bigr)}}, & {star} &= {doc.value(fixed)}"
         )
     lines.append("\\begin{align*}\n" + " \\\\\n".join(equations) + "\n\\end{align*}\n")
     return "".join(lines)
@@ -336,12 +347,12 @@ def loss(doc: Document, derivation, level: str) -> str:
             f"where $L_0 = \\tfrac12 \\operatorname{{tr}} \\langle y y^\\top \\rangle = {initial}$ is the loss at zero weights"
         )
     shown = []
-    if len(system.variables) <= MAX_WRITTEN_LOSS:
+    if len(system.variables) <= MAX_WRITTEN_LOSS and not system.loss.has(sympy.CRootOf):
         shown.append(f"L = {polynomial(system.loss, system.variables, names)}")
     if system.closed_forms is not None:
         fixed = {x: system.singular_values[i] / system.coupling[i, i] for i, x in enumerate(system.variables)}
         final = simplified(system.loss.xreplace(fixed))
-        shown.append(f"L(\\infty) = {math(final, names)}")
+        shown.append(f"L(\\infty) = {doc.value(final)}")
     if not shown:
         lines.append(".\n")
     else:

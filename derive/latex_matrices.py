@@ -35,6 +35,10 @@ def math(expr, names: dict | None = None) -> str:
     their order (SymPy's default order evaluates them to sort terms: slow on long expressions)."""
     if not isinstance(expr, sympy.Basic):
         expr = sympy.sympify(expr)
+    if expr.has(sympy.CRootOf) and not expr.free_symbols:
+        # the document names such numbers as roots of printed polynomials where it can
+        # (Document.value); elsewhere their value, never SymPy's CRootOf(...)
+        return f"{{\\approx}}\\,{sympy.N(expr, 6)}"
     order = "none" if expr.has(sympy.CRootOf) else None
     return sympy.latex(expr, order=order, symbol_names=names or {})
 
@@ -271,12 +275,10 @@ def structured(
                 found = known(block)
                 if found is None and register:
                     found = registry.add(block)
-                if found is None and block.rows <= 4 and block.cols <= 4 and short_entries(block, names):
-                    found = full(block, names)
                 return found
 
             texts = _cells(matrix, rows, cols, cell)
-            if texts is not None:
+            if texts is not None and width(block_matrix(texts)) <= MAX_LINE:
                 return block_matrix(texts)
     if matrix.rows <= MAX_FULL_ROWS and matrix.cols <= MAX_FULL_COLUMNS:
         text = full(matrix.applyfunc(simplified), names)

@@ -13,6 +13,8 @@ from .latex_matrices import MAX_NAMED_SIDE, Registry, column_blocks, describe, f
 from .latex_width import MAX_LINE, split_sum, width
 
 _ROOT = sympy.Symbol("z")
+#: displays of up to this many lines are not broken across pages
+KEPT_TOGETHER = 3
 
 
 def heading(level: str, title: str) -> str:
@@ -75,6 +77,12 @@ class Document:
             return _stretched("\\begin{equation*}\n" + body + "\n\\end{equation*}\n")
         if len(body) == 1:
             return Document.display(body[0])
+        if len(body) <= KEPT_TOGETHER:  # a few lines stay on one page
+            return _stretched(
+                "\\begin{equation*}\n\\begin{gathered}\n"
+                + " \\\\\n".join(body)
+                + "\n\\end{gathered}\n\\end{equation*}\n"
+            )
         return _stretched("\\begin{gather*}\n" + " \\\\\n".join(body) + "\n\\end{gather*}\n")
 
     @staticmethod
@@ -91,16 +99,15 @@ class Document:
     @staticmethod
     def equations_by_unit(units: Sequence[Sequence[tuple[str, str]]]) -> str:
         """Groups of ``lhs = rhs`` (one group per pathway): a group on one line where it fits, and
-        several groups on a line where they fit; otherwise one equation a line, aligned."""
-        formulas = [[f"{lhs} = {rhs}" for lhs, rhs in unit] for unit in units if unit]
-        if not formulas:
+        several groups on a line where they fit; a group too wide, one equation a line."""
+        items = []
+        for unit in units:
+            formulas = [f"{lhs} = {rhs}" for lhs, rhs in unit]
+            joined = ", \\quad ".join(formulas)
+            items.extend([joined] if width(joined) <= MAX_LINE else formulas)
+        if not items:
             return ""
-        joined = [", \\quad ".join(unit) for unit in formulas]
-        if all(width(text) <= MAX_LINE for text in joined):
-            lines = Document.rows(joined)
-            if len(lines) < sum(len(unit) for unit in formulas):
-                return Document.display(lines)
-        return Document.equations([pair for unit in units for pair in unit])
+        return Document.display(Document.rows(items))
 
     @staticmethod
     def equations(pairs: Sequence[tuple[str, str]]) -> str:

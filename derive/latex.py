@@ -1,11 +1,15 @@
-"""LaTeX export of a derivation, in the notation of THEORY.md and the paper.
+"""LaTeX export of a derivation, written as a derivation in the notation of THEORY.md and in the
+order of the paper's Appendices F and G: data and gates, each pathway's effective correlations,
+their singular value decomposition, the assumptions, the reduced system of equations, closed
+forms, the loss, the speed and the crossovers.
 
 ``derivation_latex(d)`` is the body, to ``\\input`` into an article with ``amsmath``;
 ``derivation_latex(d, document=True)`` wraps it into a document that plain ``pdflatex``
-compiles (amsmath and amssymb only). Data and effective correlations wider than
-``MAX_INLINE_COLUMNS`` are described by shape, rank and blocks instead of printed; the
-dynamics are one equation per singular class (or per shared trajectory of a symmetric group),
-and the coupling is written as a matrix, or as its non-zero entries when it is large.
+compiles (amsmath and amssymb only). ``staged_latex(s)`` writes the staged derivation of
+:class:`derive.staged.StagedDerivation` (paper Appendix F): the first pathway alone, then the
+others on its residual. Every formula is printed from the derivation objects; exact values stay
+exact (an algebraic number without radical form is named as a root of its printed polynomial).
+Matrices are written in structured form (:mod:`derive.latex_matrices`).
 """
 
 from __future__ import annotations
@@ -15,246 +19,416 @@ from typing import TYPE_CHECKING
 
 import sympy
 
-from .algebraic import as_text
+from . import latex_dynamics
+from .latex_document import Document, heading
+from .latex_matrices import describe, math, restrict, simplified, structured
+from .latex_text import counted, diagonalisation_failures, escape_text, in_words, join, name, plural, ranges
 
 if TYPE_CHECKING:  # annotations only: derivation.py imports this module for its LaTeX display
     from .crossover import Crossover
     from .derivation import NetworkDerivation
+    from .staged import StagedDerivation
 
-_ESCAPES = {
-    "\\": r"\textbackslash{}",
-    "_": r"\_",
-    "&": r"\&",
-    "%": r"\%",
-    "$": r"\$",
-    "#": r"\#",
-    "{": r"\{",
-    "}": r"\}",
-    "~": r"\~{}",
-    "^": r"\^{}",
-}
-MAX_INLINE_COLUMNS = 8
-MAX_INLINE_ROWS = 12
-MAX_LISTED_COUPLINGS = 40
-MAX_INLINE_EXPRESSION = 400
+__all__ = ["derivation_latex", "escape_text", "staged_latex"]
+
+#: singular vectors are printed for pathways this small (inputs and outputs), else only classes
+MAX_VECTOR_SIDE = 4
+MAX_VECTOR_MODES = 3
+
+_PREAMBLE = (
+    "\\documentclass[10pt]{article}\n\\usepackage{amsmath,amssymb}\n"
+    "\\setlength{\\textwidth}{16cm}\\setlength{\\oddsidemargin}{0cm}\\setlength{\\textheight}{23cm}"
+    "\\setlength{\\topmargin}{-1cm}\n\\allowdisplaybreaks\n\\begin{document}\n"
+)
 
 
-def escape_text(text: str) -> str:
-    return "".join(_ESCAPES.get(ch, ch) for ch in text)
+def _wrap(body: str, document: bool) -> str:
+    return _PREAMBLE + body + "\\end{document}\n" if document else body
 
 
-def _math(expr) -> str:
-    # SymPy's default term order evaluates CRootOf numbers to sort terms: slow on long expressions
-    return (
-        sympy.latex(expr, order="none")
-        if isinstance(expr, sympy.Basic) and expr.has(sympy.CRootOf)
-        else sympy.latex(expr)
-    )
-
-
-def _display(body: str) -> str:
-    return "\\begin{equation*}\n" + body + "\n\\end{equation*}\n"
-
-
-def _split(body: str) -> str:
-    """A long equation broken over lines (``multline*``) at its top-level sums."""
-    return "\\begin{multline*}\n" + body + "\n\\end{multline*}\n"
-
-
-def _value(expr: sympy.Expr, kind: str = "", degree: int = 1) -> str:
-    """An exact value, or for a ``CRootOf`` its number and degree."""
-    if kind == "algebraic" or expr.has(sympy.CRootOf):
-        return f"{sympy.N(expr, 10)}\\ \\text{{(algebraic, degree {degree})}}"
-    return _math(expr)
-
-
-def _matrix_or_description(name: str, matrix: sympy.Matrix, rank: int | None = None) -> str:
-    rows, cols = matrix.shape
-    if cols <= MAX_INLINE_COLUMNS and rows <= MAX_INLINE_ROWS:
-        return _display(f"{name} = {_math(matrix)}")
-    nonzero = sum(1 for e in matrix if e != 0)
-    entries = sorted({e for e in matrix if e != 0}, key=as_text)
-    listed = ", ".join(f"${_math(e)}$" for e in entries[:8]) + (", \\dots" if len(entries) > 8 else "")
-    rank_text = f", rank {rank}" if rank is not None else ""
-    return f"${name}$ is ${rows} \\times {cols}${rank_text}, with {nonzero} non-zero entries taking the values {listed}.\n\n"
-
-
-def _data(task) -> str:
-    lines = ["\\subsection*{Data}\n", f"$N = {task.num_datapoints}$ datapoints; rows of $X$ and $Y$ are datapoints.\n"]
-    if (
-        task.inputs.cols <= MAX_INLINE_COLUMNS
-        and task.num_datapoints <= MAX_INLINE_ROWS
-        and task.targets.cols <= MAX_INLINE_COLUMNS
-    ):
-        lines.append(_display(f"X = {_math(task.inputs)}, \\qquad Y = {_math(task.targets)}"))
-    else:
-        lines.append(_matrix_or_description("X", task.inputs))
-        lines.append(_matrix_or_description("Y", task.targets))
-        if task.contexts is not None:
-            contexts = sorted(set(task.contexts))
-            lines.append(f"Datapoints fall in {len(contexts)} contexts ({escape_text(str(contexts))}).\n\n")
-    lines.append(
-        "Loss $L = \\tfrac12 \\langle \\lVert y - \\hat y\\rVert^2 \\rangle$, "
-        "$\\tau = 1/\\eta$ (so $t$ counts epochs).\n"
-    )
-    return "".join(lines)
-
-
-def _gate(task, active) -> str:
+# --- data and gates -------------------------------------------------------------------------------
+def _gate_text(task, active: Sequence[int]) -> str:
     if len(active) == task.num_datapoints:
         return "all datapoints"
     if task.contexts is not None:
         chosen = sorted({task.contexts[n] for n in active})
         if sorted(active) == [n for n, c in enumerate(task.contexts) if c in chosen]:
-            return ("context " if len(chosen) == 1 else "contexts ") + ", ".join(str(c) for c in chosen)
-    return "datapoints " + ", ".join(str(n) for n in active)
+            return ("context " if len(chosen) == 1 else "contexts ") + join([str(c) for c in chosen])
+    return counted("datapoint", list(active))
 
 
-def _pathways(derivation: NetworkDerivation) -> str:
-    task = derivation.task
-    lines = ["\\subsection*{Pathways and their modes}\n"]
-    for p, pathway_derivation in enumerate(derivation.pathways):
-        pathway = pathway_derivation.pathway
+def _indices_text(indices: Sequence[int], total: int) -> str:
+    return "all" if sorted(indices) == list(range(total)) else ranges(indices)
+
+
+def _data(doc: Document, task, level: str, title: str = "Data and gates") -> str:
+    lines = [heading(level, title)]
+    n, inputs, outputs = task.num_datapoints, task.num_inputs, task.num_outputs
+    lines.append(
+        f"The {plural(n, 'datapoint')} are the rows of the inputs $X$ (${n} \\times {inputs}$) "
+        f"and of the targets $Y$ (${n} \\times {outputs}$).\n"
+    )
+    if task.contexts is not None:
+        contexts = sorted(set(task.contexts))
+        groups = [f"{ranges([i for i, c in enumerate(task.contexts) if c == context])}" for context in contexts]
         lines.append(
-            f"\\paragraph{{{escape_text(pathway_derivation.name)}}} On {escape_text(_gate(task, pathway.active))}; "
-            f"{len(pathway.inputs)} inputs, {len(pathway.outputs)} outputs, depth $D = {pathway.depth}$.\n"
+            f"They fall in {plural(len(contexts), 'context')}: "
+            + join([f"context {c} holds rows {g}" for c, g in zip(contexts, groups)])
+            + ".\n"
         )
-        lines.append(
-            _matrix_or_description(
-                f"\\Sigma^{{yx}}(\\text{{{escape_text(pathway_derivation.name)}}})",
-                pathway_derivation.sigma_yx,
-                len(pathway_derivation.modes),
-            )
-        )
-        lines.append(
-            _matrix_or_description(
-                f"\\Sigma^{{x}}(\\text{{{escape_text(pathway_derivation.name)}}})", pathway_derivation.sigma_x
-            )
-        )
-        classes = derivation.symmetry.classes[p]
-        if classes:
-            lines.append("\\begin{align*}\n")
-            rows = []
-            for c in classes:
-                mode = pathway_derivation.modes[c.modes[0]]
-                rows.append(
-                    f"s &= {_value(c.s, mode.kind, mode.degree)} \\ (\\times {c.multiplicity}), & d &= {_value(c.input_variance, mode.kind, mode.degree)}"
-                )
-            lines.append(" \\\\\n".join(rows) + "\n\\end{align*}\n")
+    lines.append(_data_matrices(doc, task))
+    lines.append(
+        "The loss is $L = \\tfrac12 \\langle \\lVert y - \\hat y\\rVert^2 \\rangle$, the mean over datapoints, "
+        "and $\\tau = 1/\\eta$ for learning rate $\\eta$, so that $t$ counts epochs.\n\n"
+    )
     return "".join(lines)
 
 
-def _equation(lhs: str, rhs: sympy.Expr) -> str:
-    text = _math(rhs)
-    body = f"{lhs} = {text}"
-    return _split(body) if len(text) > MAX_INLINE_EXPRESSION else _display(body)
+def _data_matrices(doc: Document, task, targets_symbol: str = "Y") -> str:
+    layout = doc.layout
+    x = structured(task.inputs, layout.rows, layout.inputs, doc.registry, doc.names, register=True)
+    y = structured(task.targets, layout.rows, layout.outputs, doc.registry, doc.names, register=True)
+    lines = []
+    blocked = len(layout.rows) > 1 and (len(layout.inputs) > 1 or len(layout.outputs) > 1)
+    if blocked:
+        lines.append(
+            "In blocks of rows by context, and of columns by the contexts in which they are non-zero "
+            f"(inputs {join([ranges(b) for b in layout.inputs])}; "
+            f"outputs {join([ranges(b) for b in layout.outputs])}):\n"
+        )
+    shown = [f"X = {x}" if x is not None else None, f"{targets_symbol} = {y}" if y is not None else None]
+    displayed = [s for s in shown if s is not None]
+    if displayed:
+        lines.append(doc.display(doc.rows(displayed)))
+    if x is None:
+        lines.append(describe("X", task.inputs, names=doc.names) + ".\n\n")
+    if y is None:
+        lines.append(describe(targets_symbol, task.targets, names=doc.names) + ".\n\n")
+    lines.append(doc.named_blocks())
+    return "".join(lines)
 
 
-def _system(derivation: NetworkDerivation) -> str:
-    system = derivation.reduced_system
-    lines = ["\\subsection*{Dynamics}\n"]
-    if system.kind == "groups":
+def _gates(doc: Document, task, network) -> str:
+    pathways = network.pathways
+    rows = [
+        f"{doc.numbers[p.name]} & {name(p.name)} & {_gate_text(task, p.active)} & "
+        f"{_indices_text(p.inputs, task.num_inputs)} & {_indices_text(p.outputs, task.num_outputs)} & {p.depth}"
+        for p in pathways
+    ]
+    return (
+        f"The network {name(network.name)} has {plural(len(pathways), 'pathway')}; pathway $p$ is gated on "
+        "for the datapoints listed, reads the inputs and writes the outputs listed (columns of $X$ and $Y$), "
+        "and has $D$ layers of weights.\n"
+        "\\begin{center}\n\\begin{tabular}{cllllc}\n"
+        "$p$ & pathway & on & inputs & outputs & $D$ \\\\ \\hline\n"
+        + " \\\\\n".join(rows)
+        + "\n\\end{tabular}\n\\end{center}\n"
+    )
+
+
+# --- effective correlations -------------------------------------------------------------------------
+def _correlations(doc: Document, derivation, level: str) -> str:
+    lines = [heading(level, "Effective correlations")]
+    lines.append(
+        doc.once(
+            "correlations",
+            "Each pathway sees its own dataset, set by the gates (THEORY Eq.~4): "
+            "$\\Sigma^{yx}(p) = \\langle g_p\\, y_{t(p)} x_{s(p)}^\\top \\rangle$ and "
+            "$\\Sigma^{x}(q, p) = \\langle g_q g_p\\, x_{s(q)} x_{s(p)}^\\top \\rangle$, "
+            "with $\\Sigma^x(p) = \\Sigma^x(p, p)$ and averages over all datapoints.\n",
+        )
+    )
+    units, described = [], []
+    for pathway_derivation in derivation.pathways:
+        pathway = pathway_derivation.pathway
+        p = doc.numbers[pathway.name]
+        outputs = restrict(doc.layout.outputs, pathway.outputs)
+        inputs = restrict(doc.layout.inputs, pathway.inputs)
+        unit = []
+        for symbol, matrix, rows, rank in (
+            (f"\\Sigma^{{yx}}({p})", pathway_derivation.sigma_yx, outputs, len(pathway_derivation.modes)),
+            (f"\\Sigma^{{x}}({p})", pathway_derivation.sigma_x, inputs, None),
+        ):
+            text = structured(matrix, rows, inputs, doc.registry, doc.names)
+            if text is None:
+                described.append(describe(symbol, matrix, rank, doc.names) + ".\n\n")
+            else:
+                unit.append((symbol, text))
+        units.append(unit)
+    lines.append(doc.equations_by_unit(units))
+    lines.extend(described)
+    pairs = sorted((j, p) for j, p in derivation.cross_correlations if j < p)
+    names = [pd.name for pd in derivation.pathways]
+    if pairs:
         lines.append(
-            "The group reduction is exact: every symmetric group of pathways shares one trajectory "
-            "$b$ per singular class (the modes it stands for start alike), with "
-            "$\\tau \\dot b_i = D\\, b_i^{2-2/D} \\bigl(s_i - \\sum_j C_{ij} b_j\\bigr)$.\n"
+            "Pathways that share datapoints and outputs are coupled through $\\Sigma^x(q, p) = \\Sigma^x(p, q)^\\top$, "
+            "their cross correlations:\n"
+        )
+        shown_pairs = []
+        for j, p in pairs:
+            pathway_j, pathway_p = derivation.network.pathways[j], derivation.network.pathways[p]
+            rows = restrict(doc.layout.inputs, pathway_j.inputs)
+            cols = restrict(doc.layout.inputs, pathway_p.inputs)
+            symbol = f"\\Sigma^{{x}}({doc.numbers[names[j]]}, {doc.numbers[names[p]]})"
+            matrix = derivation.cross_correlations[(j, p)]
+            text = structured(matrix, rows, cols, doc.registry, doc.names)
+            shown_pairs.append((symbol, text, matrix))
+        lines.append(doc.equations_by_unit([[(s, t)] for s, t, _ in shown_pairs if t is not None]))
+        for symbol, text, matrix in shown_pairs:
+            if text is None:
+                lines.append(describe(symbol, matrix, names=doc.names) + ".\n\n")
+    elif len(derivation.pathways) > 1:
+        lines.append("No two pathways share both datapoints and outputs: they learn independently.\n\n")
+    return "".join(lines)
+
+
+# --- singular value decomposition ------------------------------------------------------------------
+def _vector(vector) -> str:
+    """A column as a transposed row, with a common denominator taken out."""
+    if len(vector) == 1:
+        return math(vector[0])
+    entries = [sympy.fraction(sympy.together(e)) for e in vector]
+    denominators = {d for _, d in entries}
+    if len(denominators) == 1 and next(iter(denominators)) != 1:
+        (denominator,) = denominators
+        body = ", ".join(math(n) for n, _ in entries)
+        tail = math(denominator)
+        tail = f"\\left({tail}\\right)" if isinstance(denominator, (sympy.Add, sympy.Mul)) else tail
+        return f"\\left[{body}\\right]^\\top / {tail}"
+    return "\\left[" + ", ".join(math(e) for e in vector) + "\\right]^\\top"
+
+
+def _class_table(doc: Document, derivation, p: int) -> str:
+    rows = []
+    for j, c in enumerate(derivation.symmetry.classes[p]):
+        rows.append(f"{j + 1} & \\text{{{ranges(c.modes)}}} & {doc.value(c.s)} & {doc.value(c.input_variance)}")
+    return (
+        "\\begin{array}{cccc}\n\\text{class} & \\text{modes } k & s & d \\\\ \\hline\n"
+        + " \\\\\n".join(rows)
+        + "\n\\end{array}"
+    )
+
+
+def _svd(doc: Document, derivation, level: str) -> str:
+    lines = [heading(level, "Singular value decomposition")]
+    lines.append(
+        doc.once(
+            "svd",
+            "Each $\\Sigma^{yx}(p) = \\sum_k s_{p,k}\\, u_{p,k} v_{p,k}^\\top$ (modes $k$ counted from 1), with "
+            "$d_{p,k} = v_{p,k}^\\top \\Sigma^x(p)\\, v_{p,k}$. Modes of one singular value form a class; "
+            "its multiplicity is the number of its modes.\n",
+        )
+    )
+    tables = [_class_table(doc, derivation, p) for p in range(len(derivation.pathways))]
+    labelled, position = [], 0
+    while position < len(tables):
+        same_table = [position]
+        while position + len(same_table) < len(tables) and tables[position + len(same_table)] == tables[position]:
+            same_table.append(position + len(same_table))
+        numbers = [str(doc.numbers[derivation.pathways[q].name]) for q in same_table]
+        label = f"pathway {numbers[0]}" if len(numbers) == 1 else f"pathways {join(numbers)}, each"
+        labelled.append(f"\\begin{{array}}{{c}}\\text{{{label}}} \\\\[2pt]\n{tables[position]}\n\\end{{array}}")
+        position += len(same_table)
+    lines.append(doc.display(doc.rows(labelled, separator=" \\qquad ")))
+    vectors = []
+    for pathway_derivation in derivation.pathways:
+        pathway = pathway_derivation.pathway
+        small = max(len(pathway.inputs), len(pathway.outputs)) <= MAX_VECTOR_SIDE
+        if not small or len(pathway_derivation.modes) > MAX_VECTOR_MODES:
+            continue
+        p = doc.numbers[pathway.name]
+        for k, mode in enumerate(pathway_derivation.modes):
+            if mode.kind in ("algebraic", "numeric", "float"):
+                continue
+            vectors.append(f"u_{{{p},{k + 1}}} = {_vector(mode.u)}, \\quad v_{{{p},{k + 1}}} = {_vector(mode.v)}")
+    if vectors:
+        lines.append("The singular vectors:\n" + doc.display(doc.rows(vectors)))
+    lines.append(doc.polynomials())
+    return "".join(lines)
+
+
+# --- assumptions -------------------------------------------------------------------------------------
+def _assumptions(doc: Document, derivation, level: str) -> str:
+    lines = [heading(level, "Assumptions")]
+    names = [pd.name for pd in derivation.pathways]
+    number = {n: doc.numbers[n] for n in names}
+    lines.append(
+        doc.once(
+            "alignment",
+            "The reduction assumes small, balanced initial weights that align with the singular vectors early "
+            "(silent alignment, Assumption 2.1.2) and gates that stay fixed.",
+        )
+    )
+    failed, other = diagonalisation_failures(derivation.diagonalisation_failures)
+    if not failed and not other:
+        lines.append(
+            "Assumption 2.1.1 holds for every pathway: $\\Sigma^{yx}(p)$ and $\\Sigma^x(p)$ share right singular "
+            "vectors, each $v_{p,k}$ an eigenvector of $\\Sigma^x(p)$ with eigenvalue $d_{p,k}$.\n"
         )
     else:
+        parts = [f"{counted('mode', modes)} of pathway {number.get(n, name(n))}" for n, modes in failed.items()]
         lines.append(
-            "The race reduction in mode strengths $a$: "
-            "$\\tau \\dot a_k = D\\, a_k^{2-2/D} \\bigl(s_k - \\sum_l C_{kl} a_l\\bigr)$, "
-            "with $C_{kk} = d_k$.\n"
+            "Assumption 2.1.1 fails for "
+            + join(parts)
+            + ": there $\\Sigma^{yx}(p)$ and $\\Sigma^x(p)$ do not share right singular vectors, so the reduction "
+            "keeps a mixing matrix and $d_{p,k}$ is only the diagonal of $\\Sigma^x(p)$ on the modes.\n"
         )
-    if system.kind == "groups" or len(system.variables) <= MAX_INLINE_COLUMNS:
-        for i, x in enumerate(system.variables):
-            lines.append(
-                f"\\noindent ${_math(x)}$: {escape_text(system.labels[i])} ({system.multiplicities[i]} modes).\n"
-            )
-            lines.append(_equation(f"\\frac{{d {_math(x)}}}{{dt}}", system.rates[i]))
-            if system.closed_forms is not None:
-                lines.append(_equation(f"{_math(x)}(t)", system.closed_forms[i]))
-    else:
-        lines.append(
-            f"There are {len(system.variables)} modes; the singular values and $d$ of each class are listed above.\n\n"
-        )
-    couplings = system.nonzero_couplings
-    if couplings:
-        if system.coupling.rows <= MAX_INLINE_COLUMNS:
-            lines.append(_display(f"C = {_math(system.coupling)}"))
+        lines.extend(in_words(message, number) + ".\n" for message in other)
+    if len(names) > 1:
+        pairs = derivation.interacting_pairs
+        total = len(names) * (len(names) - 1) // 2
+        if not pairs:
+            lines.append("No two pathways interact.\n")
+        elif len(pairs) == total:
+            lines.append("Every pair of pathways interacts (they share datapoints and outputs).\n")
         else:
             lines.append(
-                f"$C$ is ${system.coupling.rows} \\times {system.coupling.cols}$ with {len(couplings)} non-zero off-diagonal entries"
+                "Pathways interact in the pairs "
+                + join(
+                    [
+                        f"({number[a]}, {number[b]})"
+                        for a, b in sorted(pairs, key=lambda ab: (number[ab[0]], number[ab[1]]))
+                    ]
+                )
+                + " (they share datapoints and outputs).\n"
             )
-            if len(couplings) <= MAX_LISTED_COUPLINGS:
-                listed = ",\\ ".join(f"C_{{{i}{j}}} = {_math(c)}" for i, j, c in couplings)
-                lines.append(f":\n\\begin{{multline*}}\n{listed}\n\\end{{multline*}}\n")
-            else:
-                values = sorted({c for _, _, c in couplings}, key=sympy.default_sort_key)
-                shown = ", ".join(f"${_math(v)}$" for v in values[:10]) + (", \\dots" if len(values) > 10 else "")
-                lines.append(f", taking the values {shown} (\\texttt{{gdln derive --json}} lists them).\n\n")
-    else:
-        lines.append("No variable is coupled to another: $C$ is diagonal.\n\n")
-    return "".join(lines)
+        groups = [g for g in derivation.symmetric_groups if len(g) > 1]
+        if groups:
+            described = [join([str(number[names[p]]) for p in g]) for g in groups]
+            lines.append(
+                "Pathways "
+                + "; ".join(described)
+                + f" {'are' if len(groups) == 1 else 'are, group by group,'} symmetric (the same depth, singular classes "
+                "and overlaps, compared exactly).\n"
+            )
+        reduction = derivation.group_reduction
+        if not reduction.exact:
+            lines.append(
+                "The group reduction, one trajectory per symmetric group and class, is not exact: "
+                + "; ".join(in_words(f, number) for f in reduction.failures)
+                + ". The system below therefore keeps one equation per mode.\n"
+            )
+        elif derivation.cross_correlations or groups:
+            lines.append(
+                "The group reduction is exact: the flow keeps one trajectory per symmetric group and class when "
+                "the modes it stands for start alike.\n"
+            )
+    lines.append(_closed_form_reason(derivation))
+    if derivation.arithmetic != "exact":
+        lines.append("Arithmetic: " + escape_text(derivation.arithmetic) + ".\n")
+    for value in derivation.assumptions["algebraic_values"]:
+        lines.append(
+            f"In pathway {number.get(value['pathway'], name(value['pathway']))}, "
+            f"{plural(value['modes'], 'singular value')} "
+            f"{'has' if value['modes'] == 1 else 'have'} no radical form: $s^2$ is a root of an irreducible "
+            f"polynomial of degree {value['degree']}.\n"
+        )
+    if derivation.assumptions["named_couplings"]:
+        lines.append(
+            f"{plural(len(derivation.coupling_numbers), 'coupling')} between modes of such values "
+            f"{'is an exact number' if len(derivation.coupling_numbers) == 1 else 'are exact numbers'} "
+            "defined by the modes' exact vectors, not expanded (\\texttt{gdln derive --json} lists them): in the "
+            "roots they have up to $\\deg r_k \\deg r_l$ terms with rationals of hundreds of digits.\n"
+        )
+    return lines[0] + " ".join(line.strip() for line in lines[1:] if line.strip()) + "\n\n"
+
+
+def _closed_form_reason(derivation) -> str:
+    if derivation.has_closed_form:
+        return "Every equation below is a logistic in its own variable: closed forms exist.\n"
+    reasons = []
+    if derivation.diagonalisation_failures:
+        reasons.append("Assumption 2.1.1 fails")
+    deep = sorted({pd.pathway.depth for pd in derivation.pathways if pd.pathway.depth != 2})
+    if deep:
+        reasons.append(f"a pathway has depth {join([str(d) for d in deep], 'or')}")
+    if derivation.cross_correlations and not derivation.group_reduction.decoupled:
+        reasons.append("the equations are coupled")
+    return "There is no closed form: " + join(reasons or ["the reduction is not decoupled"]) + ".\n"
+
+
+# --- the documents -------------------------------------------------------------------------------
+def _body(doc: Document, derivation, level: str, first_variable: int = 1) -> str:
+    doc.name_variables(derivation, first_variable)
+    return "".join(
+        [
+            _correlations(doc, derivation, level),
+            _svd(doc, derivation, level),
+            _assumptions(doc, derivation, level),
+            latex_dynamics.reduced_system(doc, derivation, level),
+            latex_dynamics.closed_forms(doc, derivation, level),
+            latex_dynamics.loss(doc, derivation, level),
+        ]
+    )
 
 
 def derivation_latex(
     derivation: NetworkDerivation, crossovers: Sequence[Crossover] = (), document: bool = False
 ) -> str:
     task = derivation.task
+    doc = Document.of(task, derivation.network.pathways)
     lines = [f"% gdln derivation of network {derivation.network.name}\n"]
-    lines.append(f"\\section*{{{escape_text(task.title)}: network {escape_text(derivation.network.name)}}}\n")
-    lines.append(_data(task))
-    lines.append(_pathways(derivation))
-    lines.append(_system(derivation))
-    lines.append("\\subsection*{Assumptions}\n")
-    assumptions = derivation.assumptions
+    lines.append(f"\\section*{{{escape_text(task.title)}: network {name(derivation.network.name)}}}\n")
+    lines.append(_data(doc, task, "subsection"))
+    lines.append(_gates(doc, task, derivation.network))
+    lines.append(_body(doc, derivation, "subsection"))
+    lines.append(latex_dynamics.speed(doc, derivation, crossovers, "subsection"))
+    return _wrap("".join(lines), document)
+
+
+def staged_latex(staged: StagedDerivation, document: bool = False) -> str:
+    """The staged derivation (paper Appendix F): the first pathway alone, then the others on the
+    residual of its converged map, each stage with its reduced system and closed forms."""
+    task, network = staged.task, staged.network
+    doc = Document.of(task, network.pathways)
+    first, second = staged.first_stage, staged.second_stage
+    lines = [f"% gdln staged derivation of network {network.name}\n"]
+    lines.append(f"\\section*{{{escape_text(task.title)}: network {name(network.name)}, staged}}\n")
     lines.append(
-        f"Mutually diagonalisable (Assumption 2.1.1): {'yes' if assumptions['mutually_diagonalisable'] else 'no'}. "
-        f"Pathways interact: {'yes' if assumptions['pathways_interact'] else 'no'}. "
-        f"Closed form: {'yes' if assumptions['closed_form'] else 'no'}.\n\n"
+        f"The staged derivation (paper Appendix F): pathway {doc.numbers[staged.first.name]} "
+        f"({name(staged.first.name)}) learns alone first; the others then learn on the residual its converged "
+        "map leaves. It is an approximation of the network's own flow; \\texttt{gdln race --staged} measures "
+        "its error.\n"
     )
-    failures = assumptions["failures"] + assumptions["shared_basis_failures"]
-    for failure in failures[:4]:
-        lines.append(escape_text(failure) + "\n\n")
-    if len(failures) > 4:
-        lines.append(f"\\dots and {len(failures) - 4} more.\n\n")
-    for value in assumptions["algebraic_values"]:
-        lines.append(
-            f"Pathway {escape_text(value['pathway'])}: {value['modes']} singular values have no radical form "
-            f"($s^2$ is a root of an irreducible polynomial of degree {value['degree']}).\n\n"
-        )
-    if assumptions["named_couplings"]:
-        lines.append(
-            f"{len(derivation.coupling_numbers)} couplings between modes of such values are exact numbers named "
-            "$c_{k,l} = (u_k^\\top E_p^\\top E_q u_l)(v_l^\\top \\Sigma_x(q,p)\\, v_k) / (n_k s_k n_l s_l)$ "
-            "by the modes' exact vectors (\\texttt{gdln derive --json} lists them), not expanded: "
-            "in the roots they have up to $\\deg r_k \\deg r_l$ terms with rationals of hundreds of digits.\n\n"
-        )
-    lines.append("\\subsection*{Loss}\n")
-    system = derivation.reduced_system
+    lines.append(_data(doc, task, "subsection"))
+    lines.append(_gates(doc, task, network))
+    lines.append(heading("subsection", f"Stage 1: pathway {doc.numbers[staged.first.name]} alone"))
+    lines.append(_body(doc, first, "subsubsection"))
+    stage_one = first.reduced_system
+    p = doc.numbers[staged.first.name]
+    lines.append(heading("subsubsection", "Residual"))
     lines.append(
-        _equation("L", system.loss)
-        if len(system.variables) <= 3 * MAX_INLINE_COLUMNS
-        else "$L(x) = \\tfrac12 \\operatorname{tr}\\langle yy^\\top\\rangle - \\sum_i m_i s_i x_i + \\tfrac12 \\sum_{ij} m_i C_{ij} x_i x_j$, "
-        f"with $\\tfrac12 \\operatorname{{tr}}\\langle yy^\\top\\rangle = {_math(derivation.initial_loss)}$.\n\n"
+        f"From small weights the flow ends at the minimum-norm least-squares map of its dataset, "
+        f"$W_{{{p}}}(\\infty) = \\Sigma^{{yx}}({p})\\, \\Sigma^x({p})^{{+}}$. The others learn on the residual "
+        f"targets $\\tilde Y = Y - X W_{{{p}}}(\\infty)^\\top$ (on the datapoints of pathway {p}):\n"
     )
-    lines.append(_display(f"\\text{{speed}} = {_value(derivation.speed)}"))
-    if crossovers:
-        lines.append("\\subsection*{Crossovers}\n")
-        for c in crossovers:
-            first, second = (escape_text(n) for n in c.networks)
-            lines.append(f"Networks {first} and {second} learn equally fast at\n")
-            approx = f" \\approx {sympy.N(c.expr, 6)}" if not c.expr.free_symbols else ""
-            lines.append(_display(f"{_math(c.parameter)}^{{*}} = {_math(c.expr)}{approx}"))
-            if c.faster_below:
-                lines.append(
-                    f"Below it {escape_text(c.faster_below)} is faster; above it {escape_text(c.faster_above or '')}.\n"
-                )
-    body = "".join(lines)
-    if not document:
-        return body
-    return (
-        "\\documentclass[10pt]{article}\n\\usepackage{amsmath,amssymb}\n"
-        "\\setlength{\\textwidth}{16cm}\\setlength{\\oddsidemargin}{0cm}\\setlength{\\textheight}{23cm}\\setlength{\\topmargin}{-1cm}\n"
-        "\\allowdisplaybreaks\n\\begin{document}\n" + body + "\\end{document}\n"
+    lines.append(_residual(doc, staged))
+    lines.append(
+        heading(
+            "subsection",
+            f"Stage 2: {'pathway' if len(staged.rest) == 1 else 'pathways'} "
+            + join([str(doc.numbers[q.name]) for q in staged.rest])
+            + " on the residual",
+        )
     )
+    lines.append(_body(doc, second, "subsubsection", first_variable=len(stage_one.variables) + 1))
+    return _wrap("".join(lines), document)
+
+
+def _residual(doc: Document, staged) -> str:
+    residual = staged.residual_task
+    doc_targets = structured(
+        residual.targets.applyfunc(simplified),
+        doc.layout.rows,
+        doc.layout.outputs,
+        doc.registry,
+        doc.names,
+        register=True,
+    )
+    lines = []
+    if doc_targets is not None:
+        lines.append(doc.display(f"\\tilde Y = {doc_targets}"))
+    else:
+        lines.append(describe("\\tilde Y", residual.targets, names=doc.names) + ".\n\n")
+    lines.append(doc.named_blocks())
+    return "".join(lines)

@@ -1,0 +1,408 @@
+"""The reduced system, closed forms, loss, speed and crossovers of a derivation in LaTeX
+(:mod:`derive.latex`): the equations written out, one per symmetric group and class where the
+group reduction is exact, otherwise one vector equation per pathway with the coupling matrix
+``C`` in block form."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import sympy
+
+from . import formulas
+from .algebraic import CouplingNumber, as_text
+from .latex_document import Document, heading
+from .latex_matrices import (
+    MAX_ENTRY_LENGTH,
+    block_matrix,
+    coefficient,
+    describe,
+    math,
+    simple,
+    simplified,
+    values_text,
+)
+from .latex_text import escape_text, join, name, plural
+from .latex_width import MAX_LINE, width
+from .modes import tidy
+
+#: symbols of coupling terms on one line of an equation before it breaks
+TERMS_PER_LINE = 6
+MAX_LISTED_ENTRIES = 24
+MAX_WRITTEN_LOSS = 6
+
+
+def _growth(variable: str, depth: int) -> str:
+    if depth == 2:
+        return f"2\\, {variable}"
+    return f"{depth}\\, {variable}^{{{math(formulas.depth_exponent(depth, sympy))}}}"
+
+
+def _minus(c, term: str, names: dict, fraction: str = "\\tfrac") -> str:
+    text = coefficient(c, names, fraction)
+    return f" + {text[1:].lstrip()}{term}" if text.startswith("-") else f" - {text}{term}"
+
+
+def _equation(lhs: str, growth: str, drive: str, terms: list[str], product: str = "") -> str:
+    """``lhs &= growth (drive - terms)``, broken after every few terms."""
+    lines, current = [], f"{lhs} &= {growth}{product}\\Bigl({drive}"
+    for position, term in enumerate(terms):
+        if position and position % TERMS_PER_LINE == 0:
+            lines.append(current)
+            current = "&\\qquad"
+        current += term
+    lines.append(current + "\\Bigr)")
+    return " \\\\\n".join(lines)
+
+
+# --- the reduced system -------------------------------------------------------------------------------
+def reduced_system(doc: Document, derivation, level: str) -> str:
+    lines = [heading(level, "Reduced dynamics")]
+    lines.append(
+        doc.once(
+            "race",
+            "Each mode strength $a_{p,k}$, the product of its balanced layer strengths, follows the race reduction "
+            "(THEORY Eq.~6) with the coupling $C$ ($E_p$ places the outputs of pathway $p$ among all outputs; "
+            "$C_{(p,k),(p,k)} = d_{p,k}$):\n"
+            + Document.display(
+                Document.rows(
+                    [
+                        "\\tau \\dot a_{p,k} = D\\, a_{p,k}^{2-2/D} \\Bigl(s_{p,k} - \\sum_{q,l} C_{(p,k),(q,l)}\\, a_{q,l}\\Bigr)",
+                        "C_{(p,k),(q,l)} = (u_{p,k}^\\top E_p^\\top E_q u_{q,l})(v_{q,l}^\\top \\Sigma^x(q,p)\\, v_{p,k})",
+                    ]
+                )
+            ),
+        )
+    )
+    system = derivation.reduced_system
+    lines.append(_groups(doc, derivation) if system.kind == "groups" else _modes(doc, derivation))
+    return "".join(lines)
+
+
+def _groups(doc: Document, derivation) -> str:
+    system, reduction = derivation.reduced_system, derivation.group_reduction
+    names = doc.names
+    rows = []
+    for i, (g, j) in enumerate(reduction.variables):
+        members = [doc.numbers[derivation.pathways[p].name] for p in reduction.groups[g]]
+        rows.append(
+            f"{names[system.variables[i]]} & \\text{{{join([str(m) for m in members])}}} & {j + 1} & "
+            f"{doc.value(system.singular_values[i])} & {system.multiplicities[i]}"
+        )
+    shared = any(len(g) > 1 for g in reduction.groups)
+    lead = (
+        "The modes of one class in the pathways of one symmetric group share a trajectory, "
+        if shared
+        else "The modes of one class share a trajectory, "
+    )
+    lines = [
+        lead
+        + "$a_{p,k} = b_i$ for $m_i$ modes; $C_{ij}$ sums the couplings of a mode of $i$ to the modes of $j$"
+        + ("" if system.nonzero_couplings else " (here $C$ is diagonal: no trajectory drives another)")
+        + f". {plural(len(rows), 'equation').capitalize()}, one per group and class:\n",
+        Document.display(
+            "\\begin{array}{ccccc}\n & \\text{pathways} & \\text{class} & s_i & m_i \\\\ \\hline\n"
+            + " \\\\\n".join(rows)
+            + "\n\\end{array}"
+        ),
+    ]
+    equations = []
+    coupling = system.coupling
+    symbolic = False  # an entry in roots with no radical form: the equation names it C_{ij}
+    for i, x in enumerate(system.variables):
+        terms = []
+        for j, y in enumerate(system.variables):
+            if coupling[i, j] == 0:
+                continue
+            if coupling[i, j].has(sympy.CRootOf):
+                symbolic = True
+                terms.append(f" - C_{{{i + 1},{j + 1}}}\\,{names[y]}")
+            else:
+                terms.append(_minus(coupling[i, j], names[y], names, "\\frac"))
+        drive = doc.exact(system.singular_values[i]) or f"s_{{{i + 1}}}"
+        equations.append(_equation(f"\\tau \\dot {names[x]}", _growth(names[x], system.depths[i]), drive, terms))
+    lines.append("\\begin{align*}\n" + " \\\\\n".join(equations) + "\n\\end{align*}\n")
+    if symbolic:
+        values = [
+            f"C_{{{i + 1},{j + 1}}} {doc.value(coupling[i, j])}"
+            for i in range(coupling.rows)
+            for j in range(coupling.cols)
+            if coupling[i, j].has(sympy.CRootOf)
+        ]
+        lines.append(
+            "with the couplings in roots of the polynomials below:\n" + Document.display(Document.rows(values))
+        )
+    if system.nonzero_couplings:
+        lines.append(_coupling_values(system.coupling, names))
+    return "".join(lines)
+
+
+def _offsets(derivation) -> list[int]:
+    offsets = [0]
+    for pathway_derivation in derivation.pathways:
+        offsets.append(offsets[-1] + len(pathway_derivation.modes))
+    return offsets
+
+
+def _modes(doc: Document, derivation) -> str:
+    coupling = derivation.coupling
+    names = doc.names
+    offsets = _offsets(derivation)
+    count = len(derivation.pathways)
+    numbers = [doc.numbers[pd.name] for pd in derivation.pathways]
+
+    def block(p: int, q: int):
+        return coupling[offsets[p] : offsets[p + 1], offsets[q] : offsets[q + 1]]
+
+    symmetric = all(coupling[k, l] == coupling[l, k] for k in range(coupling.rows) for l in range(k))
+    texts: list[list[str]] = []
+    named: list[tuple[int, int]] = []
+    scalars: dict[tuple[int, int], sympy.Expr] = {}
+    for p in range(count):
+        line = []
+        for q in range(count):
+            b = block(p, q)
+            found = simple(b, names) if b.rows * b.cols else "0"
+            if p == q and found is not None and found.startswith("\\operatorname{diag}") or (p == q and found is None):
+                found = f"\\operatorname{{diag}}(\\mathbf{{d}}_{{{numbers[p]}}})"
+            if found is not None and found.endswith(f"I_{{{b.rows}}}"):
+                scalars[(p, q)] = b[0, 0]
+            if found is None:
+                if symmetric and q < p:
+                    found = f"C^{{({numbers[q]},{numbers[p]})\\top}}"
+                else:
+                    found = f"C^{{({numbers[p]},{numbers[q]})}}"
+                    named.append((p, q))
+            line.append(found)
+        texts.append(line)
+    lines = [
+        ("As Assumption 2.1.1 fails" if derivation.diagonalisation_failures else "As the group reduction does not hold")
+        + ", the system keeps one equation per mode: "
+        f"{plural(coupling.rows, 'equation')} in all. Per pathway, with "
+        "$\\mathbf{a}_p = (a_{p,1}, a_{p,2}, \\dots)^\\top$, the vectors $\\mathbf{s}_p$ and $\\mathbf{d}_p$ of its "
+        "$s_{p,k}$ and $d_{p,k}$ (the tables above), $\\circ$ the entrywise product and $C^{(p,q)}$ the block of "
+        "$C$ from the modes of pathway $q$ to those of $p$:\n"
+    ]
+    equations = []
+    for p in range(count):
+        depth = derivation.pathways[p].pathway.depth
+        vector = f"\\mathbf{{a}}_{{{numbers[p]}}}"
+        # own pathway first, then the others in order; equal multiples of the identity share a term
+        order = [p] + [q for q in range(count) if q != p]
+        grouped: dict[sympy.Expr, list[int]] = {}
+        for q in order:
+            if (p, q) in scalars:
+                grouped.setdefault(scalars[(p, q)], []).append(q)
+        terms: list[str] = []
+        for q in order:
+            b = block(p, q)
+            if all(e == 0 for e in b):
+                continue
+            if (p, q) in scalars:
+                qs = grouped[scalars[(p, q)]]
+                if qs[0] == q:
+                    targets = " + ".join(f"\\mathbf{{a}}_{{{numbers[r]}}}" for r in qs)
+                    terms.append(_minus(scalars[(p, q)], targets if len(qs) == 1 else f"({targets})", names))
+            elif p == q:
+                terms.append(f" - \\mathbf{{d}}_{{{numbers[p]}}} \\circ {vector}")
+            else:
+                terms.append(f" - {texts[p][q]} \\mathbf{{a}}_{{{numbers[q]}}}")
+        growth = (
+            "2\\, " + vector if depth == 2 else f"{depth}\\, {vector}^{{{math(formulas.depth_exponent(depth, sympy))}}}"
+        )
+        equations.append(
+            _equation(
+                f"\\tau \\dot{{\\mathbf{{a}}}}_{{{numbers[p]}}}",
+                growth,
+                f"\\mathbf{{s}}_{{{numbers[p]}}}",
+                terms,
+                " \\circ ",
+            )
+        )
+    lines.append("\\begin{align*}\n" + " \\\\\n".join(equations) + "\n\\end{align*}\n")
+    lines.append(
+        ("In blocks ($C$ is symmetric):\n" if symmetric else "In blocks:\n")
+        + Document.display(f"C = {block_matrix(texts)}")
+    )
+    if named:
+        lines.append("Entry $(k, l)$ of $C^{(p,q)}$ couples mode $k$ of pathway $p$ to mode $l$ of pathway $q$.\n")
+    for p, q in named:
+        lines.append(_pattern(f"C^{{({numbers[p]},{numbers[q]})}}", block(p, q), names) + ".\n\n")
+    lines.append(_coupling_values(coupling, names))
+    return "".join(lines)
+
+
+def _short(value, names: dict) -> str | None:
+    if value.has(CouplingNumber) or len(as_text(value)) > 2 * MAX_ENTRY_LENGTH:
+        return None
+    text = math(value, names)
+    return text if len(text) <= MAX_ENTRY_LENGTH else None
+
+
+def _pattern(symbol: str, matrix, names: dict) -> str:
+    """The non-zero entries of a block of ``C`` by value, or a description."""
+    nonzero = [(k, l, matrix[k, l]) for k in range(matrix.rows) for l in range(matrix.cols) if matrix[k, l] != 0]
+    by_value: dict = {}
+    for k, l, value in nonzero:
+        by_value.setdefault(value, []).append((k, l))
+    shown = {value: _short(value, names) for value in by_value} if len(nonzero) <= MAX_LISTED_ENTRIES else {}
+    if not nonzero or len(nonzero) > MAX_LISTED_ENTRIES or any(t is None for t in shown.values()):
+        named = sum(1 for _, _, value in nonzero if value.has(CouplingNumber))
+        note = (
+            ""
+            if not named
+            else f" ({named} of them named exact numbers)"
+            if named < len(nonzero)
+            else " (named exact numbers)"
+        )
+        return describe(symbol, matrix, names=names, note=note)
+    parts = [
+        f"${shown[value]}$ at " + join([f"$({k + 1},{l + 1})$" for k, l in places])
+        for value, places in by_value.items()
+    ]
+    return (
+        f"${symbol}$ (${matrix.rows} \\times {matrix.cols}$) has "
+        f"{plural(len(nonzero), 'non-zero entry', 'non-zero entries')}: " + "; ".join(parts)
+    )
+
+
+def _coupling_values(coupling, names: dict) -> str:
+    off = [coupling[i, j] for i in range(coupling.rows) for j in range(coupling.cols) if i != j and coupling[i, j] != 0]
+    if not off:
+        return ""
+    return (
+        f"The {plural(len(off), 'non-zero off-diagonal entry', 'non-zero off-diagonal entries')} of $C$ "
+        f"{values_text(off, names, verb='is' if len(off) == 1 else 'take')}.\n\n"
+    )
+
+
+# --- closed forms -------------------------------------------------------------------------------------
+def closed_forms(doc: Document, derivation, level: str) -> str:
+    from .derivation import TAU, TIME
+
+    system = derivation.reduced_system
+    lines = [heading(level, "Closed forms")]
+    if system.closed_forms is None:
+        lines.append(
+            "None: the system above is integrated numerically (\\texttt{gdln race}, \\texttt{gdln verify}).\n\n"
+        )
+        return "".join(lines)
+    names = doc.names
+    lines.append(
+        "Each $\\tau \\dot x = 2 x (s - d x)$ is a logistic (THEORY Eq.~7), from $x(0)$ to $x^* = s/d$ on the time "
+        "scale $\\tau/s$, half-way at $t = \\tfrac{\\tau}{2s} \\ln\\bigl(\\tfrac{x^*}{x(0)} - 1\\bigr)$:\n"
+    )
+    equations = []
+    for i, (x, x0) in enumerate(zip(system.variables, system.initial)):
+        s, d = system.singular_values[i], system.coupling[i, i]
+        fixed = tidy(s / d)
+        if fixed.free_symbols:
+            fixed = sympy.simplify(fixed)
+        star = f"{names[x]}^{{*}}"
+        rate = f"-2 s_{{{i + 1}}} t/\\tau" if s.has(sympy.CRootOf) else math(-2 * s * TIME / TAU, names)
+        equations.append(
+            f"{names[x]}(t) &= \\frac{{{star}}}{{1 + \\left(\\frac{{{star}}}{{{names[x0]}}} - 1\\right) "
+            f"\\exp\\Bigl({rate}\\Bigr)}}, & {star} &= {doc.value(fixed)}"
+        )
+    lines.append("\\begin{align*}\n" + " \\\\\n".join(equations) + "\n\\end{align*}\n")
+    return "".join(lines)
+
+
+def polynomial(expr, variables: Sequence[sympy.Symbol], names: dict) -> str:
+    """A polynomial in the state variables, constant first, then by variable and degree, with each
+    coefficient :func:`simplified`."""
+    poly = sympy.Poly(sympy.expand(expr), *variables)
+    terms = sorted(
+        poly.terms(),
+        key=lambda term: (sum(term[0]) > 0, next((i for i, e in enumerate(term[0]) if e), 0), sum(term[0]), term[0]),
+    )
+    text = ""
+    for powers, c in terms:
+        monomial = " ".join(math(v, names) + ("" if e == 1 else f"^{{{e}}}") for v, e in zip(variables, powers) if e)
+        piece = coefficient(simplified(c), names, "\\frac") + monomial if monomial else math(simplified(c), names)
+        if not text:
+            text = piece
+        elif piece.startswith("-"):
+            text += " - " + piece[1:].lstrip()
+        else:
+            text += " + " + piece
+    return text or "0"
+
+
+# --- loss ----------------------------------------------------------------------------------------------
+def loss(doc: Document, derivation, level: str) -> str:
+    system = derivation.reduced_system
+    names = doc.names
+    lines = [heading(level, "Loss")]
+    initial = math(simplified(derivation.initial_loss), names)
+    if system.kind == "groups":
+        lines.append(
+            "With aligned weights, $L(b) = L_0 - \\sum_i m_i s_i b_i + \\tfrac12 \\sum_{i,j} m_i C_{ij}\\, b_i b_j$, "
+            f"where $L_0 = \\tfrac12 \\operatorname{{tr}} \\langle y y^\\top \\rangle = {initial}$ at zero weights"
+        )
+    else:
+        lines.append(
+            "With aligned weights, $L(a) = L_0 - \\sum_p \\mathbf{s}_p^\\top \\mathbf{a}_p + \\tfrac12 \\sum_{p,q} "
+            "\\mathbf{a}_p^\\top C^{(p,q)} \\mathbf{a}_q$, "
+            f"where $L_0 = \\tfrac12 \\operatorname{{tr}} \\langle y y^\\top \\rangle = {initial}$ is the loss at zero weights"
+        )
+    shown = []
+    if len(system.variables) <= MAX_WRITTEN_LOSS and not system.loss.has(sympy.CRootOf):
+        shown.append(f"L = {polynomial(system.loss, system.variables, names)}")
+    if system.closed_forms is not None:
+        fixed = {x: system.singular_values[i] / system.coupling[i, i] for i, x in enumerate(system.variables)}
+        final = simplified(system.loss.xreplace(fixed))
+        shown.append(f"L(\\infty) = {doc.value(final)}")
+    if not shown:
+        lines.append(".\n")
+    else:
+        ending = (
+            ", and at the end of learning (substituting the closed forms gives $L(t)$)"
+            if system.closed_forms is not None
+            else ""
+        )
+        lines.append(
+            f"; written out{ending}:\n"
+            if len(shown) == 2 or system.closed_forms is None
+            else ". At the end of learning:\n"
+        )
+        if len(shown) == 2 and width(shown[0]) + width(shown[1]) + 4 <= MAX_LINE:
+            lines.append(Document.display(", \\qquad ".join(shown)))
+        else:
+            lines.extend(Document.display(formula) for formula in shown)
+    return "".join(lines) + "\n"
+
+
+# --- speed and crossovers ---------------------------------------------------------------------------
+def speed(doc: Document, derivation, crossovers: Sequence, level: str) -> str:
+    lines = [heading(level, "Speed")]
+    candidates = derivation.speed_candidates
+    if not candidates:
+        value = "0"
+    elif any(c.free_symbols for c in candidates):
+        value = (
+            doc.value(candidates[0])
+            if len(candidates) == 1
+            else "\\max\\left(" + ", ".join(doc.value(c) for c in candidates) + "\\right)"
+        )
+    else:
+        value = doc.value(max(candidates, key=lambda c: sympy.N(c, 30)))
+    formula = f"s_{{\\max}} = {value}"
+    lines.append(
+        "The network learns on the time scale $\\tau/s_{\\max}$ of its leading singular value"
+        + (f", ${formula}$.\n" if width(formula) <= MAX_LINE // 3 else ":\n" + Document.display(formula))
+    )
+    lines.append(doc.polynomials())
+    if crossovers:
+        lines.append(heading(level, "Crossovers"))
+        for c in crossovers:
+            first, second = (name(n) for n in c.networks)
+            lines.append(f"Networks {first} and {second} learn equally fast at\n")
+            approx = f" \\approx {sympy.N(c.expr, 6)}" if not c.expr.free_symbols else ""
+            lines.append(Document.display(f"{math(c.parameter)}^{{*}} = {math(c.expr)}{approx}"))
+            if c.faster_below:
+                lines.append(f"Below it {name(c.faster_below)} is faster; above it, {name(c.faster_above or '')}.\n")
+    return "".join(lines)
+
+
+__all__ = ["closed_forms", "escape_text", "loss", "reduced_system", "speed"]

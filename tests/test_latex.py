@@ -260,3 +260,9 @@ def test_deep_pathway_with_algebraic_values(tmp_path):
     path.write_text(tex)
     pages, overfull = pdflatex(path)
     assert not overfull, overfull
+
+
+def test_derive_staged_flag_writes_the_staged_derivation(capsys, tmp_path):
+    path = tmp_path / "staged.tex"
+    assert main(["derive", str(K3_SPEC), "--network", "common+2", "--staged", "--latex", str(path)]) == 0
+    assert path.read_text() == staged_latex(StagedDerivation(load_spec(K3_SPEC), "common+2"), document=True)

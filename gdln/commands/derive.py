@@ -131,7 +131,7 @@ def _equation_style(args) -> str:
 
 
 def cmd_derive(args):
-    from gdln.derive.latex import derivation_latex
+    from gdln.derive.latex import derivation_latex, staged_latex
     from gdln.numeric.prediction import TaskPredictions
     from gdln.verify.reports import derive_report, derive_summary, network_crossovers
 
@@ -150,10 +150,11 @@ def cmd_derive(args):
         values = task.values(overrides)
         derivation = models.derivation(args.network)
         found = network_crossovers(models, derivation.network.name, values)  # cached if the report solved them
-        if args.latex:
-            _write(args.latex, derivation_latex(derivation, found, document=True))
-        if args.latex_fragment:
-            _write(args.latex_fragment, derivation_latex(derivation, found))
+        for path, document in ((args.latex, True), (args.latex_fragment, False)):
+            if path and args.staged:
+                _write(path, staged_latex(models.staged(args.network), document=document))
+            elif path:
+                _write(path, derivation_latex(derivation, found, document=document))
     _emit(report, args.json, _render_derive_full if args.full else _render_derive)
 
 
@@ -189,6 +190,12 @@ def add_parser(sub) -> None:
         "--latex", metavar="FILE", help="write the derivation as a complete LaTeX document (pdflatex, amsmath)"
     )
     p.add_argument("--latex-fragment", metavar="FILE", help="write the body alone, to \\input into a paper")
+    p.add_argument(
+        "--staged",
+        action="store_true",
+        help="with --latex or --latex-fragment: the staged derivation (the first pathway alone, then the rest on "
+        "its residual; paper Appendix F)",
+    )
     p.add_argument("--full", action="store_true", help="print every matrix, mode and coupling, not the summary")
     p.add_argument(
         "--plain",

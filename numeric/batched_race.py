@@ -318,6 +318,9 @@ def ode_races(
     docstring); the result of point ``k`` is that of ``problems[k].race(fractions, horizon)``
     up to the solvers' tolerances."""
     count, fractions = len(problems), tuple(float(x) for x in fractions)
+    if not count:
+        empty = np.zeros(0)
+        return RaceBatch(empty, np.zeros((0, len(fractions))), empty, empty, np.zeros(0, dtype=int))
     first = problems[0]
     if any(
         (p.f is not first.f) or (p.loss != first.loss) or (p.rtol, p.atol) != (first.rtol, first.atol) for p in problems

@@ -7,7 +7,11 @@ Every figure is a ratio of two times from this run:
   and one seed; and the alignment-seeded race per point against the same run;
 - a warm ``gdln sweep`` process (the 64 x 64 grid, no training) against a warm
   ``gdln simulate --model relu --seeds 1`` process;
-- Section 4, 32 values of init_scale: the race per point against one Section 4 training run;
+- Section 4, 32 values of init_scale: the race per point (every candidate's reduced flow, all
+  points in batched solves, once compiled) against one Section 4 training run;
+- Section 4's flow of 2413 variables (``common+1``): one evaluation of its right-hand side, alone
+  and per point of a vmapped batch, against the cost of one solver step of the batched race
+  per point (identical points, so that none waits for another);
 - training at checked points: XoR runs (points x seeds) per second, batched in one program.
 """
 
@@ -95,8 +99,9 @@ def sweep_benchmarks(quick: bool = False) -> dict:
     axes4 = [parse_axis(f"init_scale=1e-6:1e-2:{values}:log", section4)]
     grid4 = _grid(section4, axes4, {})
     rows4 = np.arange(grid4.size)
-    _width_race(models4, grid4, rows4[:1])
+    _width_race(models4, grid4, rows4)  # compile
     section4_theory = timed(lambda: _width_race(models4, grid4, rows4), repeat=1)
+    costs = flow_step_costs(models4.prediction("common+1"), section4)
     run4 = lambda: train_network(section4, "relu", seeds=1, models=models4)[0].losses  # noqa: E731
     run4()
     section4_run = timed(run4, repeat=1)
@@ -119,6 +124,49 @@ def sweep_benchmarks(quick: bool = False) -> dict:
         "section4_theory_seconds": section4_theory,
         "section4_training_run_seconds": section4_run,
         "section4_cheaper_per_point": section4_run / (section4_theory / values),
+        **costs,
+    }
+
+
+def flow_step_costs(prediction, task, evaluations: int = 500) -> dict:
+    """One evaluation of the flow's right-hand side (``evaluations`` of them in one compiled loop,
+    per evaluation), alone and per point of a vmapped batch as large as the batched race's; and
+    one accepted step of the batched race (:func:`numeric.batched_race.ode_races`) per point, on
+    a batch of identical points (the task's own init scale), crossings included."""
+    import jax
+    import jax.numpy as jnp
+
+    from bench.bench_race import timed
+    from gdln.numeric.batched_race import _batch_size, ode_races
+    from gdln.verify.sweep import FRACTIONS
+
+    flow, training = prediction.flow, task.training
+    problem = flow.race_ode(prediction.log_initial_strengths(training.init_scale), training.tau, [])
+    size = _batch_size(64, problem.y0.size, len(FRACTIONS))
+    one = jnp.asarray(problem.y0)
+    batch = jnp.stack([one] * size)
+    stacked = jax.tree_util.tree_map(lambda a: jnp.stack([jnp.asarray(a)] * size), problem.args)
+
+    def repeat(f):
+        return jax.jit(
+            lambda y, args: jax.lax.fori_loop(0, evaluations, lambda _, acc: acc + 1e-30 * f(0.0, acc, args), y)
+        )
+
+    alone, together = repeat(flow.ode), repeat(jax.vmap(flow.ode, in_axes=(None, 0, 0)))
+    alone(one, problem.args)
+    together(batch, stacked)
+    rhs = timed(lambda: alone(one, problem.args)) / evaluations
+    rhs_batched = timed(lambda: together(batch, stacked)) / evaluations / size
+    problems = [problem] * size
+    steps = int(ode_races(problems, FRACTIONS, training.epochs).steps[0])
+    step = timed(lambda: ode_races(problems, FRACTIONS, training.epochs).final_loss) / size / steps
+    return {
+        "flow_variables": int(problem.y0.size),
+        "flow_batch": size,
+        "flow_rhs_us": rhs * 1e6,
+        "flow_rhs_batched_us": rhs_batched * 1e6,
+        "flow_step_us": step * 1e6,
+        "flow_steps": steps,
     }
 
 
@@ -144,7 +192,13 @@ def print_sweep(report: dict) -> None:
     print(
         f"  Section 4, {r['section4_points']} init scales: race {r['section4_theory_seconds']:.1f} s against one training run "
         f"{r['section4_training_run_seconds']:.1f} s ({r['section4_cheaper_per_point']:.1f}x cheaper per point; "
-        "its reduced flows are solved point by point)"
+        "its reduced flows in batched solves)"
+    )
+    print(
+        f"  Section 4's flow ({r['flow_variables']} variables): one right-hand side {r['flow_rhs_us']:.1f} us alone, "
+        f"{r['flow_rhs_batched_us']:.1f} us per point in a batch of {r['flow_batch']}; one step of the batched race "
+        f"{r['flow_step_us']:.1f} us per point ({r['flow_step_us'] / r['flow_rhs_batched_us']:.1f} right-hand sides; "
+        f"{r['flow_steps']} steps)"
     )
 
 

@@ -8,7 +8,7 @@ is asked once for the whole batch (leading axis: grid points, or grid points tim
   crossing is bisected on them to the last bit, so a point's ``t_half`` and ``t_90`` are those
   of :meth:`numeric.race.CompiledNetwork.race` (brentq on the same function).
 - :func:`ode_race_points`: the width-seeded race of a network without closed forms (the race
-  ODE or the exact reduced flow): every point's ODE in one batched solve
+  ODE or the exact reduced flow): every point's ODE in batched solves
   (:func:`numeric.batched_race.ode_races`), crossings solved on fresh solves as
   :func:`numeric.race.ode_race` solves them.
 - :func:`align_points`: the alignment phase (:mod:`numeric.alignment`) of every point's ReLU
@@ -126,8 +126,8 @@ def ode_race_points(
     fractions=(0.5, 0.1),
 ) -> BatchedRace:
     """``engine.race`` (the race ODE of a :class:`numeric.race.CompiledNetwork` without closed
-    forms, or a :class:`numeric.reduced_flow.ReducedFlow`) at every point, its ODEs solved in one
-    batched solve (:func:`numeric.batched_race.ode_races`). A flow still in its linear phase at the
+    forms, or a :class:`numeric.reduced_flow.ReducedFlow`) at every point, its ODEs solved in
+    batched solves (:func:`numeric.batched_race.ode_races`). A flow still in its linear phase at the
     horizon needs no solve: those points are ``engine.race`` itself."""
     values, log_a0, tau = (np.asarray(x, dtype=np.float64) for x in (values, log_a0, tau))
     count = len(tau)

@@ -191,7 +191,7 @@ def _finite_points(models: TaskPredictions, grid: _Grid) -> tuple[np.ndarray, np
 
 def _width_race(models: TaskPredictions, grid: _Grid, rows: np.ndarray) -> dict[str, BatchedRace]:
     """Every candidate's width-seeded race at the points ``rows``: closed forms at all points in
-    one program; race ODEs and reduced flows in one batched solve per network."""
+    one program; race ODEs and reduced flows in batched solves (a few points each)."""
     task, training = models.task, models.task.training
     found = {}
     for network in task.networks:

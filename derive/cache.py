@@ -394,11 +394,16 @@ def _write_bytes(data: bytes, handle) -> None:
 
 
 def _atomic_write(path: Path, write: Callable[[Any], Any]) -> None:
-    """Write to a temporary name and rename, so a reader never sees half an entry."""
+    """Write to a temporary name and rename, so a reader never sees half an entry. The cache is
+    an optimisation: an entry that cannot be written (a full disk, a file-size limit, a folder
+    without write permission) is left out, with nothing half-written left behind."""
     temporary = path.with_name(f".{path.name}.{os.getpid()}")
-    with open(temporary, "wb") as handle:
-        write(handle)
-    os.replace(temporary, path)
+    try:
+        with open(temporary, "wb") as handle:
+            write(handle)
+        os.replace(temporary, path)
+    except OSError:
+        temporary.unlink(missing_ok=True)
 
 
 def usage(root: Path | None = None) -> dict[str, Any]:

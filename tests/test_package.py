@@ -88,29 +88,18 @@ def test_reports_show_as_tables_and_stay_dicts():
 
 def test_derivation_latex_display_compiles(tmp_path):
     """A derivation's Jupyter display is the body of --latex-fragment; it compiles with pdflatex."""
-    import os
-    import shutil
-    import subprocess
-
     from gdln.derive.derivation import NetworkDerivation
     from gdln.derive.latex import derivation_latex
     from gdln.derive.spec import load_spec
 
+    from .test_latex import pdflatex
+
     derivation = NetworkDerivation(load_spec(ROOT / "examples" / "xor.toml"), "xor")
     body = derivation._repr_latex_()
     assert body == derivation_latex(derivation)
-    if shutil.which("pdflatex") is None:
-        if os.environ.get("GDLN_REQUIRE_PDFLATEX"):
-            pytest.fail("pdflatex is required here but not installed")
-        pytest.skip("pdflatex not installed")
-    (tmp_path / "main.tex").write_text(
+    path = tmp_path / "main.tex"
+    path.write_text(
         "\\documentclass{article}\n\\usepackage{amsmath,amssymb}\n\\begin{document}\n" + body + "\\end{document}\n"
     )
-    result = subprocess.run(
-        ["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "main.tex"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert result.returncode == 0, result.stdout[-2000:]
+    pages, _ = pdflatex(path)
+    assert pages >= 1

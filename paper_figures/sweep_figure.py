@@ -146,9 +146,13 @@ def _checked(ax, report, names, colours, handles, position, contour: bool = Fals
             position(p) for p in checked if p["checked"]["follows"] == name and p["checked"]["max_deviation"] > validity
         ]
         if inside:
-            ax.scatter(*zip(*inside), s=46, color=colours[name], edgecolor="black", linewidth=0.8, zorder=4)
+            ax.scatter(
+                *zip(*inside), s=46, color=colours[name], edgecolor="black", linewidth=0.8, zorder=4, clip_on=False
+            )
         if outside:
-            ax.scatter(*zip(*outside), s=46, facecolor="white", edgecolor=colours[name], linewidth=1.6, zorder=4)
+            ax.scatter(
+                *zip(*outside), s=46, facecolor="white", edgecolor=colours[name], linewidth=1.6, zorder=4, clip_on=False
+            )
         handles.append(
             Line2D(
                 [],
@@ -173,7 +177,7 @@ def _checked(ax, report, names, colours, handles, position, contour: bool = Fals
     )
     none = [position(p) for p in checked if p["checked"]["follows"] is None]
     if none:
-        ax.scatter(*zip(*none), s=46, marker="x", color="black", zorder=4)
+        ax.scatter(*zip(*none), s=46, marker="x", color="black", zorder=4, clip_on=False)
         handles.append(Line2D([], [], marker="x", ls="", color="black", label="trained: follows none"))
 
 

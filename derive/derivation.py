@@ -26,11 +26,9 @@ from .float_modes import (
 )
 from .modes import FLOAT_ZERO, PRECISION_DIGITS, Mode, find_modes, tidy, vanishes
 from .spec import Network, Pathway, Task
+from .symbols import TAU, TIME
 from .symmetry import GroupReduction, Symmetry, product, scaled_hadamard
 from .symmetry import entries as symmetry_entries
-
-TIME = sympy.Symbol("t", nonnegative=True)
-TAU = sympy.Symbol("tau", positive=True)
 
 #: Couplings between two modes whose ``s^2`` have no radical form are exact polynomials in the two
 #: roots when the product of their degrees is at most this: 36 terms at most (4-item chain and

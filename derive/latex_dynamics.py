@@ -25,6 +25,7 @@ from .latex_matrices import (
 from .latex_text import escape_text, join, name, plural
 from .latex_width import MAX_LINE, width
 from .modes import tidy
+from .symbols import TAU, TIME
 
 #: symbols of coupling terms on one line of an equation before it breaks
 TERMS_PER_LINE = 6
@@ -278,8 +279,6 @@ def _coupling_values(coupling, names: dict) -> str:
 
 # --- closed forms -------------------------------------------------------------------------------------
 def closed_forms(doc: Document, derivation, level: str) -> str:
-    from .derivation import TAU, TIME
-
     system = derivation.reduced_system
     lines = [heading(level, "Closed forms")]
     if system.closed_forms is None:

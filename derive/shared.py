@@ -28,8 +28,7 @@ from .errors import DerivationError
 from .graph import module_graph
 from .modes import find_modes, tidy, vanishes
 from .spec import Network, Task
-
-TAU = sympy.Symbol("tau", positive=True)
+from .symbols import TAU
 
 
 @dataclass(frozen=True)

@@ -130,3 +130,21 @@ def test_no_import_cycle_inside_a_layer(folder, package):
 
 def test_the_cycle_check_sees_a_cycle():
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == [["a", "b", "c", "a"]]
+
+
+def test_every_package_folder_is_installed():
+    """A plain install ships exactly the packages listed in pyproject.toml: a subpackage missing
+    from the list (gdln.commands once was) imports in the repository and fails once installed."""
+    import tomllib
+
+    setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
+    folder_of = setuptools["package-dir"]
+    listed = set(setuptools["packages"])
+    on_disk = set()
+    for top in ("gdln", "gdln.derive", "gdln.numeric", "gdln.verify", "gdln.figures", "gdln.examples"):
+        base = ROOT / folder_of[top]
+        for init in base.rglob("__init__.py"):
+            parts = init.parent.relative_to(base).parts
+            on_disk.add(".".join((top, *parts)))
+    assert on_disk - listed == set()
+    assert listed - on_disk == set()

@@ -1,4 +1,4 @@
-"""Every benchmark in one process: ``python -m bench [--quick] [--json]``.
+"""Every benchmark in one process: ``python -m bench [--quick] [--json | --markdown]``.
 
 Each figure is a ratio of two times measured in this same run, so a busy machine still
 compares like with like:
@@ -37,7 +37,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from bench.bench_race import timed  # best of a few runs, blocked until ready
-from bench.bench_sweep import print_sweep, sweep_benchmarks
+from bench.bench_sweep import sweep_benchmarks
+from bench.tables import as_markdown, as_text, report_tables
 from gdln.derive.cache import CACHE_ENV
 from gdln.numeric.precision import use_x64
 
@@ -221,7 +222,9 @@ def figures() -> dict:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer epochs and smaller derivations; no figures")
-    parser.add_argument("--json", action="store_true")
+    output = parser.add_mutually_exclusive_group()
+    output.add_argument("--json", action="store_true", help="print the measurements as JSON")
+    output.add_argument("--markdown", action="store_true", help="print the tables as Markdown (the Results page)")
     args = parser.parse_args(argv)
     use_x64()
     from bench.bench_derive import derive_process_times
@@ -238,53 +241,8 @@ def main(argv=None) -> int:
     if args.json:
         print(json.dumps(report, indent=2))
         return 0
-    sim = report["simulation"]
-    print(f"simulation, {sim['network']}, {sim['epochs']} epochs; {sim['step_mflop']:.1f} MFLOP per step")
-    print(
-        "  matrix-multiply peak (this run): "
-        + ", ".join(f"{k} {v:.1f} GFLOP/s" for k, v in sim["peak_gflops"].items())
-        + "; reference loop (one jit step per seed and epoch, same dtype): "
-        + ", ".join(f"{k} {v * 1e3:.2f} ms" for k, v in sim["loop_seconds_per_seed_epoch"].items())
-    )
-    print("  | dtype | layout | seeds | seconds | GFLOP/s | of peak | vs per-seed loop |")
-    for row in sim["runs"]:
-        print(
-            f"  | {row['dtype']} | {row['layout']} | {row['seeds']} | {row['seconds']:.2f} | {row['gflops']:.2f} |"
-            f" {row['fraction_of_peak']:.1%} | {row['speedup_over_loop']:.1f}x |"
-        )
-    th = report["theory_against_training"]
-    print(
-        f"theory vs training (Section 4), against one float64 ReLU run of 12000 epochs "
-        f"({th['relu_training_seconds']:.1f} s; float32 {th['relu_training_float32_seconds']:.1f} s):"
-    )
-    print(
-        f"  race, fresh process: cold {th['race_cold_process_seconds']:.1f} s ({th['race_cold_over_training']:.2f}x), "
-        f"warm {th['race_warm_process_seconds']:.1f} s ({th['race_warm_over_training']:.2f}x); "
-        f"again in the same process {th['race_in_process_seconds']:.2f} s ({th['race_in_process_over_training']:.3f}x)"
-    )
-    print(
-        f"  all candidates' curves once compiled: {th['curves_compiled_seconds'] * 1e3:.1f} ms "
-        f"({th['training_over_compiled_curves']:.0f}x cheaper than training)"
-    )
-    ds = report["derivation_scaling"]
-    print(
-        "derive common+(K-1), P = 8: "
-        + ", ".join(f"K={r['K']} {r['seconds']:.1f} s" for r in ds["by_contexts_P8"])
-        + f" (exponent {ds['exponent_in_K']:.2f})"
-    )
-    print(
-        "derive common+2, K = 3: "
-        + ", ".join(f"P={r['P']} {r['seconds']:.1f} s" for r in ds["by_items_K3"])
-        + f" (exponent {ds['exponent_in_P']:.2f})"
-    )
-    dc = report["derive_cache"]
-    print(
-        f"gdln derive {dc['spec']} --network {dc['network']}, fresh process: cold {dc['cold_s']:.1f} s, "
-        f"warm {dc['warm_s']:.2f} s [warm under 5 s]"
-    )
-    print_sweep(report["sweep"])
-    if "figures" in report:
-        print(f"gdln figures --quick: {report['figures']['figures_quick_seconds']:.0f} s")
+    tables = report_tables(report)
+    print(as_markdown(tables) if args.markdown else as_text(tables))
     return 0
 
 

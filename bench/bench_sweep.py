@@ -62,8 +62,10 @@ def sweep_benchmarks(quick: bool = False) -> dict:
     rows = np.flatnonzero(ok)
     _width_race(models, grid, rows)  # compile
     theory = timed(lambda: _width_race(models, grid, rows), repeat=3)
-    _aligned_race(models, grid, rows[:8], (inputs, targets))  # compile
-    aligned = timed(lambda: _aligned_race(models, grid, rows, (inputs, targets)), repeat=1)
+    # the sweep orders the alignment-seeded descent by the width-seeded t_half
+    hints = {name: race.crossings[:, 0] for name, race in _width_race(models, grid, rows).items()}
+    _aligned_race(models, grid, rows, (inputs, targets), hints)  # compile
+    aligned = timed(lambda: _aligned_race(models, grid, rows, (inputs, targets), hints), repeat=1)
     run = lambda: train_network(xor, "relu", seeds=1, models=models)[0].losses  # noqa: E731
     run()
     training_run = timed(run, repeat=3)
@@ -170,40 +172,10 @@ def flow_step_costs(prediction, task, evaluations: int = 500) -> dict:
     }
 
 
-def print_sweep(report: dict) -> None:
-    r = report
-    print(f"phase diagrams (XoR, {r['xor_points']} grid points, every candidate):")
-    print(
-        f"  width-seeded race over the grid once compiled: {r['xor_theory_seconds']:.3f} s against one compiled "
-        f"12000-epoch ReLU run {r['xor_training_run_seconds']:.3f} s ({r['xor_theory_over_one_run']:.2f}x of one run; "
-        f"{r['xor_cheaper_per_point']:.0f}x cheaper per point)"
-    )
-    print(
-        f"  alignment-seeded race: {r['xor_aligned_seconds']:.2f} s ({r['xor_aligned_cheaper_per_point']:.0f}x cheaper per point than a run)"
-    )
-    print(
-        f"  warm processes: gdln sweep (no training) {r['sweep_warm_process_seconds']:.1f} s, "
-        f"gdln simulate --seeds 1 {r['simulate_warm_process_seconds']:.1f} s"
-    )
-    print(
-        f"  training at checked points: {r['checked_runs']} runs in {r['checked_seconds']:.2f} s "
-        f"({r['checked_runs_per_second']:.1f} runs/s, {r['checked_gflops']:.2f} GFLOP/s)"
-    )
-    print(
-        f"  Section 4, {r['section4_points']} init scales: race {r['section4_theory_seconds']:.1f} s against one training run "
-        f"{r['section4_training_run_seconds']:.1f} s ({r['section4_cheaper_per_point']:.1f}x cheaper per point; "
-        "its reduced flows in batched solves)"
-    )
-    print(
-        f"  Section 4's flow ({r['flow_variables']} variables): one right-hand side {r['flow_rhs_us']:.1f} us alone, "
-        f"{r['flow_rhs_batched_us']:.1f} us per point in a batch of {r['flow_batch']}; one step of the batched race "
-        f"{r['flow_step_us']:.1f} us per point ({r['flow_step_us'] / r['flow_rhs_batched_us']:.1f} right-hand sides; "
-        f"{r['flow_steps']} steps)"
-    )
-
-
 if __name__ == "__main__":
     from gdln.numeric.precision import use_x64
 
     use_x64()
-    print_sweep(sweep_benchmarks("--quick" in sys.argv))
+    from bench.tables import as_text, sweep_tables
+
+    print(as_text(sweep_tables(sweep_benchmarks("--quick" in sys.argv))))

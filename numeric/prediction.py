@@ -275,13 +275,13 @@ def balanced_descent_step(loss: Callable, learning_rate):
     """One step of gradient descent on balanced depth-2 modes in ``(P, Q)`` (see
     :attr:`Prediction._mode_steps`), for ``jax.lax.scan``: ``(P, Q) -> (P', Q')``, and the loss
     ``loss(a)`` before the step."""
-    grad = jax.grad(loss)
+    loss_and_gradient = jax.value_and_grad(loss)
 
     def step(state, _):
         p, q = state
-        a = (p - q) / 4
-        g = -grad(a)
-        return (p * (1 + learning_rate * g) ** 2, q * (1 - learning_rate * g) ** 2), loss(a)
+        value, gradient = loss_and_gradient((p - q) / 4)
+        g = -gradient
+        return (p * (1 + learning_rate * g) ** 2, q * (1 - learning_rate * g) ** 2), value
 
     return step
 

@@ -39,20 +39,34 @@ STEP_BUDGET = 200_000
 def log_mode_strength(s, d, log_a0, t, tau):
     """:func:`derive.formulas.mode_strength` with ``a0 = exp(log_a0)``, for seeds below float range.
 
-    ``mode_strength = (s/d) / (1 + c e^(-x))`` with ``c = s/(d a0) - 1`` and ``x = 2 s t / tau``.
+    ``mode_strength = (s/d) / (1 + c e^(-x))`` with ``c = s/(d a0) - 1`` and ``x = 2 s t / tau``
+    (:func:`logistic_factors` and :func:`strength_from_factors`)."""
+    return strength_from_factors(logistic_factors(s, d, log_a0, tau), t)
+
+
+def logistic_factors(s, d, log_a0, tau):
+    """What a mode's logistic needs of its parameters, once for every ``t``: ``(s/d, sign of c,
+    log |c|, 2 s / tau)``.
+
     With ``r = log(s/d) - log a0``, ``c = expm1(r)``; for ``r > 0``, ``log c = r + log(-expm1(-r))``,
-    so ``c e^(-x) = exp(r + log(-expm1(-r)) - x)`` is formed without ``a0`` or ``s/(d a0)``, which
-    underflow or overflow for ``a0`` near or below 1e-308. For ``r <= 0`` (``a0 >= s/d``), ``c`` lies
-    in ``(-1, 0]`` and is used as it is. Where ``c e^(-x)`` overflows the strength is 0, which is
-    ``s/d`` times less than ``e^-709``."""
+    formed without ``a0`` or ``s/(d a0)``, which underflow or overflow for ``a0`` near or below
+    1e-308. For ``r <= 0`` (``a0 >= s/d``), ``c`` lies in ``(-1, 0]`` and ``log |c| =
+    log(-expm1(r))`` (``-inf`` at ``c = 0``)."""
     ratio = s / d
     r = jnp.log(ratio) - log_a0
-    x = 2 * s * t / tau
     positive = r > 0
     safe = jnp.where(positive, r, 1.0)
-    grows = jnp.exp(safe + jnp.log(-jnp.expm1(-safe)) - x)
-    shrinks = jnp.expm1(jnp.where(positive, 0.0, r)) * jnp.exp(-x)
-    return ratio / (1 + jnp.where(positive, grows, shrinks))
+    log_grows = safe + jnp.log(-jnp.expm1(-safe))
+    log_shrinks = jnp.log(-jnp.expm1(jnp.where(positive, -1.0, r)))
+    return ratio, jnp.where(positive, 1.0, -1.0), jnp.where(positive, log_grows, log_shrinks), 2 * s / tau
+
+
+def strength_from_factors(factors, t):
+    """The logistic ``(s/d) / (1 + c e^(-2 s t / tau))`` from :func:`logistic_factors`: one
+    exponential per mode and time. Where ``c e^(-x)`` overflows the strength is 0, which is ``s/d``
+    times less than ``e^-709``."""
+    ratio, sign, log_c, rate = factors
+    return ratio / (1 + sign * jnp.exp(log_c - rate * t))
 
 
 def mode_crossing_time(s, d, log_a0, tau, strength, xp=np):
@@ -487,24 +501,27 @@ class CompiledNetwork:
         return result
 
 
-@jax.jit
-def _first_crossing(curve, level):
-    below = curve <= level
-    index = jnp.argmax(below)
-    previous = jnp.maximum(index - 1, 0)
-    span = curve[previous] - curve[index]
-    fraction = jnp.where(span > 0, (curve[previous] - level) / jnp.where(span > 0, span, 1.0), 0.0)
-    return jnp.where(jnp.any(below), previous + fraction * (index - previous), jnp.nan)
+def first_crossings(ts, curves, levels) -> np.ndarray:
+    """Row by row, the first time at which ``curves`` ``(rows, samples)`` falls to ``levels``
+    ``(rows,)`` (linear interpolation between the samples ``ts``); NaN where a row never does.
+    Samples that are not finite never count as crossed."""
+    ts = np.asarray(ts, dtype=np.float64)
+    curves = np.atleast_2d(np.asarray(curves, dtype=np.float64))
+    levels = np.broadcast_to(np.asarray(levels, dtype=np.float64), curves.shape[:1])
+    below = curves <= levels[:, None]
+    index = np.argmax(below, axis=1)
+    previous = np.maximum(index - 1, 0)
+    rows = np.arange(curves.shape[0])
+    before, after = curves[rows, previous], curves[rows, index]
+    span = before - after
+    with np.errstate(invalid="ignore", divide="ignore"):
+        fraction = np.where(span > 0, (before - levels) / np.where(span > 0, span, 1.0), 0.0)
+    times = ts[previous] + fraction * (ts[index] - ts[previous])
+    return np.where(below.any(axis=1), times, np.nan)
 
 
 def crossing_time(ts, curve, fraction: float) -> float:
     """First time at which ``curve`` falls to ``fraction`` of its initial value (linear
     interpolation between samples); NaN if it never does within ``ts``."""
-    ts = jnp.asarray(ts, dtype=jnp.float64)
-    curve = jnp.asarray(curve, dtype=jnp.float64)
-    position = _first_crossing(curve, fraction * curve[0])
-    return (
-        float(jnp.interp(position, jnp.arange(ts.shape[0], dtype=jnp.float64), ts))
-        if jnp.isfinite(position)
-        else float("nan")
-    )
+    curve = np.asarray(curve, dtype=np.float64)
+    return float(first_crossings(ts, curve[None], fraction * curve[0])[0])

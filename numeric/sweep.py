@@ -4,7 +4,7 @@ A phase diagram asks the same questions at thousands of parameter values. Here e
 is asked once for the whole batch (leading axis: grid points, or grid points times seeds):
 
 - :func:`closed_form_race`: the width-seeded race of a network with closed forms. The logistics
-  (:func:`numeric.race.log_mode_strength`) are evaluated at every point at once and each
+  (:func:`numeric.race.strength_from_factors`) are evaluated at every point at once and each
   crossing is bisected on them to the last bit, so a point's ``t_half`` and ``t_90`` are those
   of :meth:`numeric.race.CompiledNetwork.race` (brentq on the same function).
 - :func:`ode_race_points`: the width-seeded race of a network without closed forms (the race
@@ -33,7 +33,7 @@ from gdln.derive.spec import Network
 from .alignment import OUTPUT_FRACTION, phase_ends, run_phase
 from .batched_race import ode_races
 from .prediction import balanced_descent_step
-from .race import CompiledNetwork, log_mode_strength
+from .race import CompiledNetwork, logistic_factors, strength_from_factors
 from .reduced_flow import ReducedFlow
 from .types import ArrayLike, Float
 
@@ -54,10 +54,11 @@ def _closed_form_program(compiled: CompiledNetwork):
 
     def one(values, log_a0, tau, horizon, fractions):
         flat = logistic(*values)
-        s, d = flat[:count], flat[count:]
+        # the logistics' factors once; each evaluation of the loss is then one exponential per mode
+        factors = logistic_factors(flat[:count], flat[count:], log_a0, tau)
 
         def loss_at(t):
-            a = log_mode_strength(s, d, log_a0, t, tau)
+            a = strength_from_factors(factors, t)
             return loss_of_strengths(*[a[k] for k in range(count)], *values)
 
         initial, final = loss_at(0.0), loss_at(horizon)
@@ -222,12 +223,15 @@ def aligned_mode_seeds_batch(network: Network, modes, phase: PhaseEnds) -> tuple
 
 
 @partial(jax.jit, static_argnames=("loss_of_strengths", "samples", "stride"))
-def _descent_from_starts(loss_of_strengths, p0, q0, starts, learning_rates, values, samples: int, stride: int):
+def _descent_from_starts(
+    loss_of_strengths, p0, q0, starts, learning_rates, values, stop_levels, samples: int, stride: int
+):
     """Per run, balanced-mode gradient descent on an absolute clock: the modes stand still until
     epoch ``starts`` and step once an epoch from there; the loss before epochs ``0, stride, ...``
-    (``samples`` of them). One scan for all runs, whatever their starts."""
+    (``samples`` of them). The runs step together, a block of ``stride`` epochs at a time, and stop
+    once every run has reached its ``stop_levels`` after its start; later samples are NaN."""
 
-    def one(p0, q0, start, learning_rate, values):
+    def run_block(p0, q0, start, learning_rate, values, first):
         step = balanced_descent_step(lambda a: loss_of_strengths(a, values), learning_rate)
 
         def tick(state, epoch):
@@ -235,41 +239,99 @@ def _descent_from_starts(loss_of_strengths, p0, q0, starts, learning_rates, valu
             waiting = epoch < start
             return jax.tree_util.tree_map(lambda old, new: jnp.where(waiting, old, new), state, moved), loss
 
-        def block(state, first):
-            state, losses = jax.lax.scan(tick, state, first + jnp.arange(stride))
-            return state, losses[0]
+        (p, q), losses = jax.lax.scan(tick, (p0, q0), first + jnp.arange(stride))
+        return p, q, losses[0]
 
-        return jax.lax.scan(block, (p0, q0), jnp.arange(samples) * stride)[1]
+    blocks = jax.vmap(run_block, in_axes=(0, 0, 0, 0, 0, None))
 
-    return jax.vmap(one)(p0, q0, starts, learning_rates, values)
+    def going(carry):
+        j, _, _, _, done = carry
+        return (j < samples) & ~jnp.all(done)
+
+    def advance(carry):
+        j, p, q, losses, done = carry
+        p, q, loss = blocks(p, q, starts, learning_rates, values, j * stride)
+        done = done | ((j * stride >= starts) & (loss <= stop_levels))
+        return j + 1, p, q, losses.at[:, j].set(loss), done
+
+    losses = jnp.full((p0.shape[0], samples), jnp.nan)
+    return jax.lax.while_loop(going, advance, (0, p0, q0, losses, jnp.zeros(p0.shape[0], dtype=bool)))[3]
+
+
+#: runs per compiled call of the descent: small enough that runs which reach their stop level
+#: early do not wait for the slowest of the whole grid, large enough to fill the vector units
+DESCENT_CHUNK = 768
 
 
 def aligned_descent_curves(
-    compiled: CompiledNetwork, p0, q0, phase: PhaseEnds, learning_rates, values, epochs: int
+    compiled: CompiledNetwork,
+    p0,
+    q0,
+    phase: PhaseEnds,
+    learning_rates,
+    values,
+    epochs: int,
+    *,
+    stop_fraction: float | None = None,
+    groups: np.ndarray | None = None,
+    order_hint: np.ndarray | None = None,
 ) -> np.ndarray:
     """Per run, the loss at epochs ``0, stride, ...`` (``<= epochs``): the phase's own loss until
     it ends, then gradient descent on the balanced modes from ``(P, Q)``, its clock started at
-    the phase's end (:meth:`numeric.prediction.Prediction.aligned_loss_curve`)."""
+    the phase's end (:meth:`numeric.prediction.Prediction.aligned_loss_curve`).
+
+    With ``stop_fraction``, only each curve's first fall to that fraction of its initial value is
+    wanted: the runs of a group (``groups``, a label per run, for instance the seeds of one
+    point whose curves are averaged) are descended together, groups in the order of
+    ``order_hint`` (an expected crossing time per run; NaN last), and a chunk of them stops once
+    each of its runs has fallen to the fraction; samples after that are NaN. A mean over a
+    group's curves falls to the fraction no later than its last member does, so it is exact up
+    to its crossing."""
     stride = phase.stride
     samples = epochs // stride + 1
     ts = np.arange(samples) * stride
     loss = _loss_function(compiled)
     runs = p0.shape[0]
-    chunk = max(1, min(runs, 2**24 // samples))  # runs x samples losses per call
-    later = np.empty((runs, samples))
-    for start in range(0, runs, chunk):
-        part = slice(start, min(start + chunk, runs))
-        later[part] = np.asarray(
-            _descent_from_starts(
-                loss,
-                *(jnp.asarray(x[part], jnp.float64) for x in (p0, q0, phase.epochs, learning_rates, values)),
-                samples,
-                stride,
-            )
-        )
     index = np.clip(ts[None, :] // stride, 0, phase.losses.shape[1] - 1)
     early = np.take_along_axis(phase.losses, index, axis=1)
-    return np.where(ts[None, :] < phase.epochs[:, None], early, later)
+    before_start = ts[None, :] < phase.epochs[:, None]
+    stop_levels = np.full(runs, -np.inf)
+    if stop_fraction is not None:
+        levels = stop_fraction * early[:, 0]
+        # a run whose phase already fell to the fraction needs no descent to find its crossing
+        crossed_in_phase = np.any(before_start & (early <= levels[:, None]), axis=1)
+        stop_levels = np.where(crossed_in_phase, np.inf, levels)
+    chunks = _chunks_by_hint(runs, groups, order_hint)
+    width = max(len(c) for c in chunks)
+    later = np.empty((runs, samples))
+    for chunk in chunks:
+        padded = np.resize(chunk, width)  # one shape for every chunk: one compilation
+        part = _descent_from_starts(
+            loss,
+            *(jnp.asarray(x[padded], jnp.float64) for x in (p0, q0, phase.epochs, learning_rates, values, stop_levels)),
+            samples,
+            stride,
+        )
+        later[chunk] = np.asarray(part)[: len(chunk)]
+    return np.where(before_start, early, later)
+
+
+def _chunks_by_hint(runs: int, groups: np.ndarray | None, order_hint: np.ndarray | None) -> list[np.ndarray]:
+    """Runs in chunks of about :data:`DESCENT_CHUNK`, whole groups each, groups by their hint."""
+    groups = np.arange(runs) if groups is None else np.asarray(groups)
+    hint = np.zeros(runs) if order_hint is None else np.asarray(order_hint, dtype=np.float64)
+    labels, group_of = np.unique(groups, return_inverse=True)
+    group_of = group_of.ravel()
+    group_hint = np.full(len(labels), -np.inf)
+    np.maximum.at(group_hint, group_of, np.where(np.isfinite(hint), hint, np.inf))
+    order = np.lexsort((group_of, group_hint[group_of]))
+    starts = np.concatenate([[0], np.flatnonzero(np.diff(group_of[order])) + 1, [runs]])
+    chunks: list[list[int]] = [[]]
+    for first, last in zip(starts[:-1], starts[1:]):
+        if chunks[-1] and len(chunks[-1]) + last - first > DESCENT_CHUNK:
+            chunks.append([])
+        chunks[-1].extend(order[first:last].tolist())
+    return [np.array(c, dtype=int) for c in chunks]
 
 
 def _loss_function(compiled: CompiledNetwork):

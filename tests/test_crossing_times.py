@@ -13,6 +13,8 @@ import jax.numpy as jnp
 import mpmath
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gdln.derive import formulas
 from gdln.derive.derivation import NetworkDerivation
@@ -413,3 +415,34 @@ def test_no_winner_when_nothing_is_learnt_within_the_horizon(xor_races):
     report = xor_races[1.0, 1e-200, 12000]
     assert [n["final_loss"] for n in report["networks"]] == [1.0, 1.0] and report["winner"] is None
     assert xor_races[1.0, 1e-200, 10**6]["winner"] == "xor"
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(
+    st.lists(
+        st.lists(st.floats(-1.0, 2.0) | st.just(math.nan) | st.just(math.inf), min_size=2, max_size=12),
+        min_size=1,
+        max_size=6,
+    ).filter(lambda rows: len({len(r) for r in rows}) == 1),
+    st.sampled_from([0.1, 0.5, 0.9]),
+)
+def test_finite_crossings_row_by_row(rows, fraction):
+    """The batched crossing of sampled curves equals a plain loop over each row's samples."""
+    from gdln.verify.reports import finite_crossings
+
+    ts = np.cumsum(np.arange(1, len(rows[0]) + 1, dtype=float))
+    got = finite_crossings(ts, np.array(rows), fraction)
+    for row, value in zip(rows, got):
+        expected = math.nan
+        if math.isfinite(row[0]) and row[0] > 0:
+            level = fraction * row[0]
+            for k, sample in enumerate(row):
+                if not math.isfinite(sample):
+                    break
+                if sample <= level:
+                    if k == 0:
+                        expected = ts[0]
+                    else:
+                        expected = ts[k - 1] + (row[k - 1] - level) / (row[k - 1] - sample) * (ts[k] - ts[k - 1])
+                    break
+        assert (math.isnan(expected) and math.isnan(value)) or value == pytest.approx(expected, rel=1e-12)

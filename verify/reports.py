@@ -33,7 +33,7 @@ from gdln.numeric.prediction import (
     Prediction,
     TaskPredictions,
 )
-from gdln.numeric.race import crossing_time
+from gdln.numeric.race import first_crossings
 from gdln.numeric.sharding import device_count
 from gdln.numeric.training import gdln_layout, initial_relu_weights, train_gdln, train_relu
 
@@ -526,15 +526,22 @@ def train_network(
     return train_gdln(inputs, targets, layout, **common), values, training
 
 
+def finite_crossings(ts, curves, fraction: float) -> np.ndarray:
+    """``crossing_time`` row by row on the finite part of sampled curves ``(rows, samples)``: NaN
+    where a row is not finite and positive at the start, or not finite before it reaches
+    ``fraction`` of its initial value."""
+    curves = np.atleast_2d(np.asarray(curves, dtype=float))
+    # samples from a row's first non-finite one on are cut off: a curve that diverged has ended
+    finite_so_far = np.logical_and.accumulate(np.isfinite(curves), axis=1)
+    starts = curves[:, 0]
+    usable = finite_so_far[:, 0] & (starts > 0)
+    times = first_crossings(ts, np.where(finite_so_far, curves, np.nan), fraction * np.where(usable, starts, 0.0))
+    return np.where(usable, times, np.nan)
+
+
 def finite_crossing(ts, curve, fraction: float) -> float | None:
-    """``crossing_time`` on the finite part of a sampled curve: None where the curve is not
-    finite at the start, or not finite before it reaches ``fraction`` of its initial value."""
-    curve = np.asarray(curve, dtype=float)
-    finite = np.isfinite(curve)
-    if not finite[0] or curve[0] <= 0:
-        return None
-    stop = len(curve) if finite.all() else int(np.argmin(finite))
-    return _finite_or_none(crossing_time(np.asarray(ts)[:stop], curve[:stop], fraction))
+    """:func:`finite_crossings` of one curve, None where it has none."""
+    return _finite_or_none(float(finite_crossings(ts, np.asarray(curve, dtype=float)[None], fraction)[0]))
 
 
 def divergence_note(name: str, ts, curve, why: str = "") -> str | None:

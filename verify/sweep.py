@@ -52,7 +52,7 @@ from .progress import Stages, plural
 from .reports import (
     _finite_or_none,
     candidate_predictions,
-    finite_crossing,
+    finite_crossings,
     followed_candidate,
     predicted_relu_curves,
     race_order,
@@ -210,7 +210,9 @@ def _width_race(models: TaskPredictions, grid: _Grid, rows: np.ndarray) -> dict[
     return found
 
 
-def _aligned_race(models: TaskPredictions, grid: _Grid, rows: np.ndarray, data) -> dict[str, np.ndarray] | None:
+def _aligned_race(
+    models: TaskPredictions, grid: _Grid, rows: np.ndarray, data, hints: dict[str, np.ndarray] | None = None
+) -> dict[str, np.ndarray] | None:
     """Every candidate's predicted ``t_half`` from the alignment phase of the spec's ReLU seeds,
     at the points ``rows``; ``None`` when a candidate is not a set of balanced depth-2 modes
     (its prediction from the phase follows weight chains, which are not batched here)."""
@@ -261,14 +263,24 @@ def _aligned_race(models: TaskPredictions, grid: _Grid, rows: np.ndarray, data) 
         compiled = prediction.compiled
         modes = mode_vectors(compiled, values)
         p0, q0 = aligned_mode_seeds_batch(compiled.derivation.network, modes, phase)
-        curves = aligned_descent_curves(compiled, p0, q0, phase, rates, values, training.epochs)
+        # only each mean curve's fall to half is wanted: the descent stops there, points with an
+        # early width-seeded t_half first (a hint of their order, nothing more)
+        hint = None if hints is None else np.repeat(hints[name], seeds)
+        curves = aligned_descent_curves(
+            compiled,
+            p0,
+            q0,
+            phase,
+            rates,
+            values,
+            training.epochs,
+            stop_fraction=0.5,
+            groups=np.repeat(np.arange(len(rows)), seeds),
+            order_hint=hint,
+        )
         mean = curves.reshape(len(rows), seeds, -1).mean(axis=1)
-        found[name] = np.array([_nan_if_none(finite_crossing(ts, curve, 0.5)) for curve in mean])
+        found[name] = finite_crossings(ts, mean, 0.5)
     return found
-
-
-def _nan_if_none(value):
-    return math.nan if value is None else value
 
 
 def _ranked(entries: list[dict]) -> tuple[str | None, float | None]:
@@ -410,7 +422,8 @@ def sweep_report(
             final[rows, k] = races[name].final_loss
         step(f"alignment-seeded race at {plural(len(rows), 'point')}{at}")
         aligned_start = time.perf_counter()
-        found = _aligned_race(models_here, grid, rows, (inputs, targets))
+        hints = {name: races[name].crossings[:, 0] for name in names}
+        found = _aligned_race(models_here, grid, rows, (inputs, targets), hints)
         aligned_seconds += time.perf_counter() - aligned_start
         if found is None:
             aligned_available = False

@@ -87,9 +87,12 @@ def _advance(w1, w2, done, w1_end, w2_end, inputs, targets, learning_rate, thres
     is linear in the weights while the gates ``w . x > 0`` do not change with their scale, so
     members that differ only in init scale share every gate and every step; member ``k``'s
     output is ``factors[k]^2`` times the run's. A member ends once its output norm reaches
-    ``threshold`` (its weights there are kept in ``w1_end``, ``w2_end``); the run stops moving
-    once all its members have ended, and at epoch ``horizon``. Returns the new state and, per
-    member, the loss and the done flag before each epoch."""
+    ``threshold``; the run stops moving once all its members have ended, and at epoch
+    ``horizon``. A larger factor never ends later, so the members end in a fixed order and the
+    run's weights at an epoch where some end are kept once, in slot ``i`` of ``w1_end``,
+    ``w2_end`` for the ``i`` members ended before it (:func:`_member_slots`): one write an epoch,
+    not one per member. Returns the new state and, per member, the loss and the done flag
+    before each epoch."""
 
     def one_run(w1, w2, done, w1_end, w2_end, inputs, targets, learning_rate, threshold, factors):
         field = targets / inputs.shape[0]  # r_n / N with r = y: the fixed residual
@@ -103,9 +106,10 @@ def _advance(w1, w2, done, w1_end, w2_end, inputs, targets, learning_rate, thres
             members = squares[:, None, None] * output[None]
             losses = 0.5 * jnp.mean(jnp.sum((targets[None] - members) ** 2, axis=2), axis=1)
             ends = ~done & (squares * jnp.sqrt(jnp.sum(output**2)) >= threshold)
+            slot = jnp.sum(done)
+            w1_end = w1_end.at[slot].set(jnp.where(jnp.any(ends), w1, w1_end[slot]))
+            w2_end = w2_end.at[slot].set(jnp.where(jnp.any(ends), w2, w2_end[slot]))
             done = done | ends
-            w1_end = jnp.where(ends[:, None, None], factors[:, None, None] * w1[None], w1_end)
-            w2_end = jnp.where(ends[:, None, None], factors[:, None, None] * w2[None], w2_end)
             frozen = jnp.all(done) | (epoch >= horizon)
             gate = (pre > 0).astype(inputs.dtype)
             new_w2 = w2 + learning_rate * field.T @ hidden
@@ -145,10 +149,22 @@ def run_phase(w1, w2, inputs, targets, learning_rate, threshold, horizon: int, s
         run += chunk
         if bool(jnp.all(done)) or run > horizon:
             break
+    flags_all = np.concatenate(flags, axis=-1)
+    slots = jnp.asarray(_member_slots(flags_all))
+    w1_end = jnp.take_along_axis(w1_end, slots[..., None, None], axis=1)
+    w2_end = jnp.take_along_axis(w2_end, slots[..., None, None], axis=1)
     # a member that never ended stands where its run stopped, at the horizon
-    w1_end = jnp.where(done[..., None, None], w1_end, factors[..., None, None] * w1[:, None])
-    w2_end = jnp.where(done[..., None, None], w2_end, factors[..., None, None] * w2[:, None])
-    return np.asarray(w1_end), np.asarray(w2_end), np.concatenate(flags, axis=-1), np.concatenate(losses, axis=-1)
+    w1_end = factors[..., None, None] * jnp.where(done[..., None, None], w1_end, w1[:, None])
+    w2_end = factors[..., None, None] * jnp.where(done[..., None, None], w2_end, w2[:, None])
+    return np.asarray(w1_end), np.asarray(w2_end), flags_all, np.concatenate(losses, axis=-1)
+
+
+def _member_slots(flags_all: np.ndarray) -> np.ndarray:
+    """Per run and member, the slot of :func:`_advance` holding the run's weights at the member's
+    end: the number of the run's members that ended at an earlier epoch."""
+    ended, epochs = phase_ends(flags_all)
+    earlier = ended[..., None, :] & (epochs[..., None, :] < epochs[..., :, None])
+    return np.where(ended, earlier.sum(axis=-1), 0)
 
 
 def phase_ends(flags_all):

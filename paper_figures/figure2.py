@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import jax.numpy as jnp
 import numpy as np
 
 # Figures are built on matplotlib's object API (Figure, no pyplot): no global backend is
@@ -25,7 +26,8 @@ from gdln.numeric.prediction import GRADIENT_FLOW, TaskPredictions
 from gdln.numeric.race import crossing_time
 from gdln.verify.files import save_figure
 from gdln.verify.progress import progress
-from gdln.verify.reports import candidate_predictions, epoch_grid, predicted_relu_curves, relu_alignment, train_network
+from gdln.verify.reports import candidate_predictions, predicted_relu_curves
+from gdln.verify.sweep import Axis, trained_points
 
 from .style import count, figure, first_below, key, line, panels_with_keys, relu_style, runs
 
@@ -41,37 +43,45 @@ def crossover_value(models: TaskPredictions) -> float:
 
 def figure2_data(quick: bool = False) -> dict:
     """Everything Figure 2 draws: times to learn against Delta (ReLU runs and both predictions of
-    both ReLNs) and loss curves at three Delta, from the runs' initial weights (nothing fitted)."""
+    both ReLNs) and loss curves at three Delta, from the runs' initial weights (nothing fitted).
+    The runs are a sweep along Delta checked at every point (:func:`verify.sweep.trained_points`:
+    every Delta and seed trained in one program, each beside verify's predictions)."""
     task = task_from_dict(xor_task(), "xor task")
     models = TaskPredictions(task)
     delta_star = crossover_value(models)
     deltas = np.linspace(0.25, 4.0, 6 if quick else 16)
     curve_deltas = [0.5, round(delta_star, 2), 3.0]
     seeds = 2 if quick else task.training.seeds
-    ts = np.asarray(epoch_grid(task.training.epochs))
+    every = sorted(set(deltas) | set(curve_deltas))
+    points = trained_points(task, [Axis("Delta", tuple(float(d) for d in every), False)], seeds=seeds)
 
     relu_times: list[list[float]] = []
     predicted_times: dict[str, list[float]] = {"linear": [], "xor": []}
     present_times: dict[str, list[float]] = {"linear": [], "xor": []}
     curves: dict = {}
     predictors = candidate_predictions(models)
-    for delta in progress(sorted(set(deltas) | set(curve_deltas)), "figure 2: Delta", label=lambda d: f"{d:g}"):
-        run, values, training = train_network(task, "relu", {"Delta": float(delta)}, seeds=seeds, models=models)
-        losses = np.asarray(run.losses)
-        alignment = relu_alignment(models, run.initial, values, training)
-        predictions = predicted_relu_curves(models, predictors, run.initial, values, training, ts, alignment=alignment)
+    for delta, point in progress(list(zip(every, points)), "figure 2: Delta", label=lambda item: f"{item[0]:g}"):
+        ts = point.ts
+        # the earlier prediction: each mode from the runs' initial weights, followed by gradient flow
         present = predicted_relu_curves(
-            models, predictors, run.initial, values, training, ts, initial_conditions=WEIGHTS, time_model=GRADIENT_FLOW
+            models,
+            predictors,
+            point.initial,
+            point.values,
+            point.training,
+            jnp.asarray(ts, jnp.float64),
+            initial_conditions=WEIGHTS,
+            time_model=GRADIENT_FLOW,
         )
         if delta in deltas:
-            relu_times.append([crossing_time(ts, row, 0.5) for row in losses])
+            relu_times.append([crossing_time(ts, row, 0.5) for row in point.losses])
             for name in predicted_times:
-                predicted_times[name].append(crossing_time(ts, predictions[name], 0.5))
+                predicted_times[name].append(crossing_time(ts, point.predictions[name], 0.5))
                 present_times[name].append(crossing_time(ts, present[name], 0.5))
         if delta in curve_deltas:
             curves[float(delta)] = {
-                "relu": losses.mean(axis=0),
-                "aligned": {k: np.asarray(v) for k, v in predictions.items()},
+                "relu": point.losses.mean(axis=0),
+                "aligned": point.predictions,
                 "present": {k: np.asarray(v) for k, v in present.items()},
             }
     return {
@@ -83,7 +93,7 @@ def figure2_data(quick: bool = False) -> dict:
         "relu_times": relu_times,
         "predicted_times": predicted_times,
         "present_times": present_times,
-        "ts": ts,
+        "ts": points[0].ts,
         "curves": curves,
     }
 

@@ -80,9 +80,11 @@ def test_reports_show_as_tables_and_stay_dicts():
     task = load_spec(ROOT / "examples" / "xor.toml")
     report = race_report(task, {"Delta": 2.0})
     table = report._repr_markdown_().splitlines()
-    assert table[0] == "**winner: linear**"
+    assert table[0] == "**winner: linear** at Delta = 2"
     rows = [line for line in table if line.startswith("| linear") or line.startswith("| xor")]
     assert len(rows) == 2
+    crossover = [line for line in table if line.startswith("crossover linear / xor")]
+    assert crossover and "Delta* = 1.633" in crossover[0]
     assert json.loads(json.dumps(report)) == json.loads(json.dumps(dict(report)))
 
 

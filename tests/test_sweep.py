@@ -350,3 +350,19 @@ def test_generated_valid_grids_give_finite_json(capsys, grids):
     assert code == 0, (grids, err)
     report = json.loads(out)
     assert len(report["points"]) == np.prod([len(a["values"]) for a in report["axes"]])
+
+
+def test_sweep_markdown_says_where_each_winner_changes(xor):
+    """The Markdown form: one row per run of init scales with the same boundaries, each between the
+    grid values of Delta that bracket where the winner changes; the width-seeded one brackets the
+    derived Delta* = 2 sqrt(6)/3 = 1.633 at every init scale."""
+    axes = [parse_axis("Delta=1:2.5:4", xor), parse_axis("init_scale=1e-6:1e-4:3:log", xor)]
+    report = sweep_report(xor, axes)
+    lines = report._repr_markdown_().splitlines()
+    assert lines[0] == "no point checked by training (--check N)"
+    rows = [line.strip("|").split("|") for line in lines if line.startswith("| 1e-06")]
+    assert len(rows) == 1  # the three init scales share their boundaries
+    at, aligned, width = (cell.strip() for cell in rows[0])
+    assert at == "1e-06 to 0.0001"
+    assert width == "1.5 to 2"
+    assert aligned == "1.5 to 2"  # about 6-10% above Delta* at small init (docs/phase_diagrams.md)

@@ -410,3 +410,12 @@ def test_fastest_orbit_agrees_with_trained_explicit_gate_gdlns(contexts, blocks)
     fastest, runner_up = first["networks"][0], behind[0]["networks"][0]
     trained = trained_t90(task, [searched.network(fastest), searched.network(runner_up)])
     assert trained[fastest] < trained[runner_up]
+
+
+def test_unique_report_shows_its_orbits_as_a_table():
+    report = unique_report(task_from_dict(xor_task()), {"Delta": 1.0})
+    lines = report._repr_markdown_().splitlines()
+    assert lines[0].startswith("**fastest orbit: unique**")
+    rows = [line.strip("|").split("|") for line in lines if line.startswith("| 1 ") or line.startswith("| 2 ")]
+    assert [row[1].strip() for row in rows] == ["xor", "linear"]
+    assert float(rows[0][2]) == pytest.approx(report["orbits"][0]["t_90"], rel=1e-3)

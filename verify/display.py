@@ -33,7 +33,18 @@ class RaceReport(dict):
             ("final_loss", "final loss / initial"),
             ("dynamics", "dynamics"),
         ]
-        return f"**winner: {_cell(self.get('winner'))}**\n\n" + markdown_table(self["networks"], columns)
+        values = ", ".join(f"{name} = {_cell(value)}" for name, value in self.get("parameters", {}).items())
+        head = f"**winner: {_cell(self.get('winner'))}**" + (f" at {values}" if values else "")
+        lines = [head, "", markdown_table(self["networks"], columns)]
+        for crossover in self.get("crossovers", []):
+            first, second = crossover["networks"]
+            exact = "" if "CRootOf" in crossover["expr"] else f" = `{crossover['expr']}`"
+            lines += [
+                "",
+                f"crossover {first} / {second}: {crossover['parameter']}* = {_cell(crossover['value'])}{exact} "
+                f"({crossover['faster_below']} faster below, {crossover['faster_above']} above)",
+            ]
+        return "\n".join(lines)
 
 
 class VerifyReport(dict):
@@ -52,23 +63,127 @@ class VerifyReport(dict):
         )
 
 
-class SweepReport(dict):
-    """:func:`verify.sweep.sweep_report`'s result: one row per grid point."""
+class UniqueReport(dict):
+    """:func:`verify.uniqueness.unique_report`'s result: the orbits, fastest first."""
 
     def _repr_markdown_(self) -> str:
-        axes = [axis["name"] for axis in self["axes"]]
+        rows = [
+            {
+                "rank": rank,
+                "networks": ", ".join(orbit["networks"]),
+                "t_90": orbit["t_90"],
+                "final_loss": orbit["final_loss"],
+            }
+            for rank, orbit in enumerate(self["orbits"], start=1)
+        ]
+        columns = [
+            ("rank", "orbit"),
+            ("networks", "networks"),
+            ("t_90", "t_90 (epochs)"),
+            ("final_loss", "final loss / initial"),
+        ]
+        verdict = "unique" if self["unique"] else "not unique"
+        margin = self["margin"]
+        lead = "" if margin is None else f", lead over the next orbit {_cell(100 * margin)}%"
+        head = (
+            f"**fastest orbit: {verdict}** ({self['automorphisms']} automorphisms of the data{lead}; "
+            f"unique above {_cell(100 * self['tolerance'])}%)"
+        )
+        return head + "\n\n" + markdown_table(rows, columns)
+
+
+class SweepReport(dict):
+    """:func:`verify.sweep.sweep_report`'s result: one entry per grid point. As Markdown: the
+    agreement with training, where each race's winner changes along the first axis, and the
+    checked points (the grid itself is drawn by ``--plot``)."""
+
+    def _repr_markdown_(self) -> str:
+        blocks = [self._agreement(), self._boundaries()]
+        checked = [p for p in self["points"] if p["checked"] is not None]
+        if checked:
+            blocks.append(self._checked(checked))
+        return "\n\n".join(block for block in blocks if block)
+
+    def _agreement(self) -> str:
+        agreement = self["agreement"]
+        count = agreement["checked"]
+        if not count:
+            return "no point checked by training (--check N)"
+        disagree = agreement["disagree_points"]
+        row = {
+            "checked": count,
+            "aligned": f"{agreement['aligned_agree']} ({agreement['aligned_agree'] / count:.0%})",
+            "width": f"{agreement['agree']} ({agreement['agree'] / count:.0%})",
+            "near": f"{sum(d['next_to_aligned_boundary'] for d in disagree)} of {len(disagree)}",
+            "outside": f"{sum(d['outside_validity'] for d in disagree)} of {len(disagree)}",
+        }
+        columns = [
+            ("checked", "checked points"),
+            ("aligned", "followed the alignment-seeded winner"),
+            ("width", "followed the width-seeded winner"),
+            ("near", "disagreements next to the aligned boundary"),
+            ("outside", f"disagreements outside validity (> {_cell(self['validity'])})"),
+        ]
+        return markdown_table([row], columns)
+
+    def _boundaries(self) -> str:
+        """Along the first axis, between which values each race's winner changes; one row per
+        run of second-axis values where both races change at the same places."""
+        axes = self["axes"]
+        first = axes[0]
+        size = len(first["values"])
+        lines = len(self["points"]) // size
+        rows: list[dict] = []
+        for line in range(lines):
+            # points run with the last axis fastest: a line of the first axis is a stride of `lines`
+            points = [self["points"][line + k * lines] for k in range(size)]
+            changes = {
+                key: "; ".join(
+                    f"{_cell(points[k]['values'][first['name']])} to {_cell(points[k + 1]['values'][first['name']])}"
+                    for k in range(size - 1)
+                    if points[k][key] != points[k + 1][key]
+                )
+                or "none"
+                for key in ("aligned_winner", "winner")
+            }
+            other = points[0]["values"].get(axes[1]["name"]) if len(axes) > 1 else None
+            if rows and (rows[-1]["aligned_winner"], rows[-1]["winner"]) == (
+                changes["aligned_winner"],
+                changes["winner"],
+            ):
+                rows[-1]["to"] = other
+                continue
+            rows.append({"from": other, "to": other, **changes})
+        columns = [
+            ("aligned_winner", f"alignment-seeded winner changes between ({first['name']})"),
+            ("winner", f"width-seeded winner changes between ({first['name']})"),
+        ]
+        if len(axes) > 1:
+            for row in rows:
+                row["at"] = (
+                    _cell(row["from"]) if row["from"] == row["to"] else f"{_cell(row['from'])} to {_cell(row['to'])}"
+                )
+            columns.insert(0, ("at", axes[1]["name"]))
+        return markdown_table(rows, columns)
+
+    def _checked(self, checked: list[dict]) -> str:
+        names = list(checked[0]["values"])
         rows = [
             {
                 **point["values"],
                 "winner": point["winner"],
                 "aligned_winner": point["aligned_winner"],
-                "follows": (point["checked"] or {}).get("follows"),
+                "aligned_margin": point["aligned_margin"],
+                "follows": point["checked"]["follows"],
+                "max_deviation": point["checked"]["max_deviation"],
             }
-            for point in self["points"]
+            for point in checked
         ]
-        columns = [(name, name) for name in axes] + [
+        columns = [(name, name) for name in names] + [
             ("winner", "width-seeded winner"),
             ("aligned_winner", "alignment-seeded winner"),
+            ("aligned_margin", "its margin"),
             ("follows", "trained network follows"),
+            ("max_deviation", "max deviation (of the initial loss)"),
         ]
         return markdown_table(rows, columns)

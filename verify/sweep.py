@@ -22,7 +22,7 @@ import math
 import time
 import tomllib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +33,7 @@ import sympy
 from gdln.derive.algebraic import as_text
 from gdln.derive.errors import SpecError
 from gdln.derive.expressions import EvaluationError, evaluate
-from gdln.derive.spec import Task, task_from_dict
+from gdln.derive.spec import Task, Training, task_from_dict
 from gdln.numeric.prediction import TaskPredictions
 from gdln.numeric.sweep import (
     BatchedRace,
@@ -520,15 +520,60 @@ def sweep_report(
     )
 
 
-def _check(groups, task: Task, grid: _Grid, chosen: np.ndarray, points: list[dict], inputs, targets):
-    """Train ReLU networks at the ``chosen`` points with the spec's seeds (one program over all
-    points and seeds of a width), and say which candidate each follows by verify's rule."""
+@dataclass(frozen=True)
+class TrainedPoint:
+    """One grid point trained with the spec's seeds, beside verify's predictions for it.
+
+    Attributes:
+        index: the point's index in the grid.
+        values: the spec's parameter values there.
+        training: its training settings (learning rate, init scale, width, seeds).
+        initial: the seeds' initial weights (:func:`numeric.training.initial_relu_weights`).
+        ts: the epochs of the samples.
+        losses: ``(seeds, samples)``, every seed's ReLU loss at ``ts``.
+        predictions: each candidate's loss predicted from the seeds' alignment phase, followed
+            by gradient descent (verify's default), at ``ts``."""
+
+    index: int
+    values: dict[str, float]
+    training: Training
+    initial: Any
+    ts: np.ndarray
+    losses: np.ndarray
+    predictions: dict[str, np.ndarray]
+
+
+def trained_points(
+    task: Task, axes: Sequence[Axis], overrides: Mapping[str, float] | None = None, *, seeds: int | None = None
+) -> list[TrainedPoint]:
+    """Train the ReLU network at every point of the grid ``axes`` (all points and seeds of a width
+    in one program, :func:`numeric.training.train_relu_points`), each beside verify's predictions;
+    ``seeds`` replaces the spec's number of seeds."""
+    overrides = dict(overrides or {})
+    if seeds is not None:
+        task = task.with_training(seeds=seeds)
+    grid = _grid(task, axes, overrides)
+    models = TaskPredictions(task)
+    ok, inputs, targets = _finite_points(models, grid)
+    if not ok.all():
+        raise SpecError(task.source, axes[0].name, "the data are not finite at some grid points")
+    widths = {
+        int(w): models if w == task.training.hidden_units else TaskPredictions(_task_with_width(task, int(w)))
+        for w in np.unique(grid.hidden_units)
+    }
+    found, _ = _train_points(widths, task, grid, np.arange(grid.size), inputs, targets)
+    return found
+
+
+def _train_points(groups, task: Task, grid: _Grid, chosen: np.ndarray, inputs, targets):
+    """The ``chosen`` points trained with the spec's seeds (one program over all points and seeds
+    of a width) and predicted as verify predicts them; and the seconds the training took."""
     training = task.training
     check_training_size(task, training, "relu")
     seeds = training.seeds
     stride = theory_stride(training.epochs)
     ts = np.arange(training.epochs // stride + 1) * stride
-    seconds, runs = 0.0, 0
+    seconds, found = 0.0, []
     for width, models in groups.items():
         rows = np.array([i for i in chosen if grid.hidden_units[i] == width], dtype=int)
         if not len(rows):
@@ -547,10 +592,11 @@ def _check(groups, task: Task, grid: _Grid, chosen: np.ndarray, points: list[dic
             training.epochs,
         )
         seconds += time.perf_counter() - started
-        runs += len(rows) * seeds
-        relu = losses.reshape(len(rows), seeds, -1).mean(axis=1)[:, ::stride]
+        sampled = losses.reshape(len(rows), seeds, -1)[:, :, ::stride]
+        predictors = candidate_predictions(models)
         for k, row in enumerate(rows):
-            point_training = models.task.training.__class__(
+            point_training = replace(
+                models.task.training,
                 learning_rate=float(grid.learning_rate[row]),
                 init_scale=float(grid.init_scale[row]),
                 epochs=training.epochs,
@@ -563,29 +609,44 @@ def _check(groups, task: Task, grid: _Grid, chosen: np.ndarray, points: list[dic
             )
             alignment = relu_alignment(models, initial, values, point_training)
             curves = predicted_relu_curves(
-                models,
-                candidate_predictions(models),
-                initial,
-                values,
-                point_training,
-                jnp.asarray(ts, jnp.float64),
-                alignment=alignment,
+                models, predictors, initial, values, point_training, jnp.asarray(ts, jnp.float64), alignment=alignment
             )
-            networks = [
-                {
-                    "name": name,
-                    "max_deviation": float(np.max(np.abs(curve - relu[k])) / relu[k][0]),
-                    "mean_deviation": float(np.mean(np.abs(curve - relu[k])) / relu[k][0]),
-                    "from_alignment": False,
-                }
-                for name, curve in curves.items()
-            ]
-            follows, _ = followed_candidate(networks)
-            deviation = next((n["max_deviation"] for n in networks if n["name"] == follows), None)
-            points[row]["checked"] = {
-                "follows": follows,
-                "max_deviation": deviation,
-                "deviations": {n["name"]: n["max_deviation"] for n in networks},
-                "seeds": seeds,
+            found.append(
+                TrainedPoint(
+                    int(row),
+                    values,
+                    point_training,
+                    initial,
+                    ts,
+                    np.asarray(sampled[k]),
+                    {name: np.asarray(curve) for name, curve in curves.items()},
+                )
+            )
+    return found, seconds
+
+
+def _check(groups, task: Task, grid: _Grid, chosen: np.ndarray, points: list[dict], inputs, targets):
+    """Train ReLU networks at the ``chosen`` points with the spec's seeds, and say which
+    candidate each follows by verify's rule; returns the training's seconds in all and per run."""
+    trained, seconds = _train_points(groups, task, grid, chosen, inputs, targets)
+    for point in trained:
+        relu = point.losses.mean(axis=0)
+        networks = [
+            {
+                "name": name,
+                "max_deviation": float(np.max(np.abs(curve - relu)) / relu[0]),
+                "mean_deviation": float(np.mean(np.abs(curve - relu)) / relu[0]),
+                "from_alignment": False,
             }
+            for name, curve in point.predictions.items()
+        ]
+        follows, _ = followed_candidate(networks)
+        deviation = next((n["max_deviation"] for n in networks if n["name"] == follows), None)
+        points[point.index]["checked"] = {
+            "follows": follows,
+            "max_deviation": deviation,
+            "deviations": {n["name"]: n["max_deviation"] for n in networks},
+            "seeds": task.training.seeds,
+        }
+    runs = len(trained) * task.training.seeds
     return seconds, (seconds / runs if runs else None)

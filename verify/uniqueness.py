@@ -17,6 +17,7 @@ from gdln.derive.errors import SpecError
 from gdln.derive.spec import Task
 from gdln.numeric.prediction import TaskPredictions
 
+from .display import UniqueReport
 from .progress import Stages, plural
 from .reports import flow_race, race_order, race_report
 from .search import searched_task
@@ -44,7 +45,7 @@ def unique_report(
     *,
     max_pathways: int | None = None,
     patterns: str = "all",
-) -> dict:
+) -> UniqueReport:
     """Orbits of the spec's candidate networks, their race, whether the fastest orbit is alone,
     and the union network's growth. With ``max_pathways`` the candidates are the exhaustive
     search's (:mod:`verify.search`): every network of at most that many realizable patterns
@@ -109,4 +110,4 @@ def unique_report(
     }
     if search is not None:
         report["search"] = search
-    return report
+    return UniqueReport(report)

@@ -43,7 +43,15 @@ def _load(args):
     return load_spec(args.spec)
 
 
-def _emit(report: dict, as_json: bool, render) -> None:
+def _emit(report: dict, as_json: bool, render, *, markdown: bool = False) -> None:
+    """Print ``report`` as JSON, as Markdown tables (``--markdown``: the report's own Jupyter
+    form, :mod:`verify.display`) or as text (``render``)."""
+    if markdown:
+        table = getattr(report, "_repr_markdown_", None)
+        if table is None:  # the reports of shared-edge (graph) networks have no table form yet
+            raise SpecError("--markdown", "report", "this report has no Markdown form: use --json")
+        print(table())
+        return
     if as_json:
         # strict JSON: a non-finite number becomes null, and the report lists where and what it was
         clean, replaced = finite_json(report)
@@ -142,10 +150,16 @@ def _append_network(args, network_toml: str, report: dict) -> None:
         report["written"] = args.write_spec
 
 
-def with_spec(sub, name: str, help_text: str):
-    """A subcommand that reads a spec: ``SPEC``, ``--set NAME=VALUE`` and ``--json``."""
+def with_spec(sub, name: str, help_text: str, *, markdown: bool = False):
+    """A subcommand that reads a spec: ``SPEC``, ``--set NAME=VALUE`` and ``--json`` (and, where
+    its report has a table form, ``--markdown``)."""
     p = sub.add_parser(name, help=help_text)
     p.add_argument("spec", help="task spec (TOML)")
     p.add_argument("--set", action="append", metavar="NAME=VALUE", help="override a parameter value")
-    p.add_argument("--json", action="store_true", help="print JSON")
+    output = p.add_mutually_exclusive_group()
+    output.add_argument("--json", action="store_true", help="print JSON")
+    if markdown:
+        output.add_argument(
+            "--markdown", action="store_true", help="print the report as Markdown tables (as a notebook shows it)"
+        )
     return p

@@ -65,9 +65,9 @@ def cmd_race(args):
     if any(network.shared for network in task.networks):
         from gdln.verify.graphs import shared_race_report
 
-        _emit(shared_race_report(task, _overrides(args)), args.json, _render_shared_race)
+        _emit(shared_race_report(task, _overrides(args)), args.json, _render_shared_race, markdown=args.markdown)
         return
-    _emit(race_report(task, _overrides(args), staged=args.staged), args.json, _render_race)
+    _emit(race_report(task, _overrides(args), staged=args.staged), args.json, _render_race, markdown=args.markdown)
 
 
 def _render_shared_race(report):
@@ -82,7 +82,7 @@ def _render_shared_race(report):
 
 
 def add_parser(sub) -> None:
-    p = with_spec(sub, "race", "rank the candidate networks and find crossovers")
+    p = with_spec(sub, "race", "rank the candidate networks and find crossovers", markdown=True)
     p.add_argument(
         "--staged",
         action="store_true",

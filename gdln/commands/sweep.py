@@ -28,7 +28,7 @@ def cmd_sweep(args):
         from gdln.figures.sweep_figure import write_sweep_figure
 
         write_sweep_figure(report, args.plot)
-    _emit(report, args.json, _render_sweep)
+    _emit(report, args.json, _render_sweep, markdown=args.markdown)
 
 
 def _render_sweep(report):
@@ -74,7 +74,12 @@ def _render_sweep(report):
 
 
 def add_parser(sub) -> None:
-    p = with_spec(sub, "sweep", "the race over a grid of parameters (phase diagram), optionally checked by training")
+    p = with_spec(
+        sub,
+        "sweep",
+        "the race over a grid of parameters (phase diagram), optionally checked by training",
+        markdown=True,
+    )
     p.add_argument(
         "--grid",
         action="append",

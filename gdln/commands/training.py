@@ -77,7 +77,12 @@ def cmd_verify(args):
     if any(network.shared for network in task.networks):
         from gdln.verify.graphs import graph_verify_report
 
-        _emit(graph_verify_report(task, _overrides(args), args.seeds, args.epochs), args.json, _render_graph_verify)
+        _emit(
+            graph_verify_report(task, _overrides(args), args.seeds, args.epochs),
+            args.json,
+            _render_graph_verify,
+            markdown=args.markdown,
+        )
         return
     report = verify_report(
         task,
@@ -87,7 +92,7 @@ def cmd_verify(args):
         initial_conditions=args.initial_conditions,
         time_model=None if args.time is None else TIME_FLAGS[args.time],
     )
-    _emit(report, args.json, _render_verify)
+    _emit(report, args.json, _render_verify, markdown=args.markdown)
 
 
 def _render_graph_verify(report):
@@ -108,7 +113,7 @@ def add_parser(sub) -> None:
         ("simulate", "train the ReLU network or a GDLN with explicit gates", cmd_simulate),
         ("verify", "train the ReLU network and say which candidate it follows", cmd_verify),
     ):
-        p = with_spec(sub, name, help_text)
+        p = with_spec(sub, name, help_text, markdown=name == "verify")
         if name == "simulate":
             p.add_argument("--model", required=True, help="relu or a network name")
             p.add_argument("--out", metavar="FILE.npz", help="write the loss curves")

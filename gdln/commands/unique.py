@@ -55,12 +55,16 @@ def cmd_unique(args):
         unique_report(_load(args), _overrides(args), max_pathways=args.max_pathways, patterns=args.patterns),
         args.json,
         render,
+        markdown=args.markdown,
     )
 
 
 def add_parser(sub) -> None:
     p = with_spec(
-        sub, "unique", "orbits of the candidates under the data's symmetries, and whether the winner is unique"
+        sub,
+        "unique",
+        "orbits of the candidates under the data's symmetries, and whether the winner is unique",
+        markdown=True,
     )
     p.add_argument(
         "--max-pathways",

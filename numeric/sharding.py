@@ -14,6 +14,7 @@ point; ``jax.devices()`` then lists every host's devices and the same mesh spans
 from __future__ import annotations
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
@@ -53,3 +54,12 @@ def shard_seeds(tree, devices: int | None = None):
     tree = pad_seeds(tree, used)
     mesh = Mesh(np.array(jax.devices()[:used]), ("seeds",))
     return jax.device_put(tree, NamedSharding(mesh, PartitionSpec("seeds"))), count
+
+
+def shard_runs(tree, devices: int):
+    """Arrays ``(groups, runs, ...)``, each group's runs split over ``devices`` devices (the run
+    count divides evenly); the groups follow one another on every device. One device: as they are."""
+    if devices == 1:
+        return jax.tree_util.tree_map(jnp.asarray, tree)
+    mesh = Mesh(np.array(jax.devices()[:devices]), ("runs",))
+    return jax.device_put(tree, NamedSharding(mesh, PartitionSpec(None, "runs")))

@@ -147,21 +147,31 @@ def train_relu_points(
     w2s: Float[ArrayLike, "runs out units"],
     learning_rates: Float[ArrayLike, " runs"],
     epochs: int,
+    *,
+    devices: int | None = None,
 ) -> np.ndarray:
     """Losses ``(runs, epochs + 1)`` of ReLU runs that differ in data, initial weights and step
     (grid points times seeds), trained in one program as :func:`train_relu` trains seeds: the
-    same descent, :data:`SEED_CHUNK` runs at a time."""
+    same descent, :data:`SEED_CHUNK` runs at a time on each of ``devices`` JAX devices (default
+    all of them; the runs of a group are split over the devices, as
+    :func:`numeric.sharding.shard_seeds` splits seeds). Every run's losses are the same whatever
+    the grouping and the device count, bit for bit (tested)."""
+    from .sharding import device_count, shard_runs
+
     runs = np.shape(w1s)[0]
-    groups = -(-runs // SEED_CHUNK)
+    used = device_count(devices)
+    chunk = SEED_CHUNK * used
+    groups = -(-runs // chunk)
     # pad with copies of the last run to whole groups; their losses are dropped
-    order = np.minimum(np.arange(groups * SEED_CHUNK), runs - 1)
+    order = np.minimum(np.arange(groups * chunk), runs - 1)
 
     def grouped(x):
-        x = jnp.asarray(np.asarray(x)[order], jnp.float64)
-        return x.reshape(groups, SEED_CHUNK, *x.shape[1:])
+        x = np.asarray(x, dtype=np.float64)[order]
+        return x.reshape(groups, chunk, *x.shape[1:])
 
-    losses = _descend_relu_points(*(grouped(x) for x in (w1s, w2s, inputs, targets, learning_rates)), epochs)
-    return np.asarray(losses).reshape(groups * SEED_CHUNK, -1)[:runs]
+    arrays = shard_runs(tuple(grouped(x) for x in (w1s, w2s, inputs, targets, learning_rates)), used)
+    losses = _descend_relu_points(*arrays, epochs)
+    return np.asarray(losses).reshape(groups * chunk, -1)[:runs]
 
 
 #: dtypes training may run in; the theory always runs in float64

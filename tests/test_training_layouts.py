@@ -82,3 +82,32 @@ def test_sharded_sweep_is_bitwise_the_unsharded_one():
     assert done.returncode == 0, done.stderr[-2000:]
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert result == {"vmap": [True, [12, 401]], "stacked": [True, [12, 401]]}
+
+
+SHARDED_POINTS = """
+import json
+import numpy as np
+from gdln.numeric.precision import use_x64
+use_x64()
+import jax
+from gdln.numeric.training import initial_relu_weights, train_relu_points
+assert jax.device_count() == 4
+rng = np.random.default_rng(0)
+runs = 13  # not a multiple of 4 devices x 8 runs: padded
+w1, w2 = (np.asarray(w) for w in initial_relu_weights(16, 3, 1, 1e-3, range(runs)))
+inputs = rng.normal(size=(runs, 4, 3))
+targets = rng.normal(size=(runs, 4, 1))
+rates = np.linspace(0.005, 0.05, runs)
+one = train_relu_points(inputs, targets, w1, w2, rates, 300, devices=1)
+four = train_relu_points(inputs, targets, w1, w2, rates, 300, devices=4)
+print(json.dumps([bool(np.array_equal(one, four)), list(four.shape)]))
+"""
+
+
+def test_sharded_points_are_bitwise_the_unsharded_ones():
+    """Checked training at grid points (gdln sweep --check) splits its runs over the devices
+    and gives every run the losses it has on one device."""
+    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=4", "JAX_PLATFORMS": "cpu"}
+    done = subprocess.run([sys.executable, "-c", SHARDED_POINTS], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == [True, [13, 301]]

@@ -91,8 +91,12 @@ def _advance(w1, w2, done, w1_end, w2_end, inputs, targets, learning_rate, thres
     ``horizon``. A larger factor never ends later, so the members end in a fixed order and the
     run's weights at an epoch where some end are kept once, in slot ``i`` of ``w1_end``,
     ``w2_end`` for the ``i`` members ended before it (:func:`_member_slots`): one write an epoch,
-    not one per member. Returns the new state and, per member, the loss and the done flag
-    before each epoch."""
+    not one per member.
+
+    Returns the new state and, per epoch, three numbers of the run's output before the step,
+    from which every member's loss and end follow (:func:`_member_losses`, :func:`_member_ends`):
+    ``mean_n y_n . yhat_n``, ``mean_n ||yhat_n||^2`` and ``||yhat||_F``. Nothing per member
+    leaves the loop."""
 
     def one_run(w1, w2, done, w1_end, w2_end, inputs, targets, learning_rate, threshold, factors):
         field = targets / inputs.shape[0]  # r_n / N with r = y: the fixed residual
@@ -103,9 +107,8 @@ def _advance(w1, w2, done, w1_end, w2_end, inputs, targets, learning_rate, thres
             pre = inputs @ w1.T
             hidden = jax.nn.relu(pre)
             output = hidden @ w2.T
-            members = squares[:, None, None] * output[None]
-            losses = 0.5 * jnp.mean(jnp.sum((targets[None] - members) ** 2, axis=2), axis=1)
-            ends = ~done & (squares * jnp.sqrt(jnp.sum(output**2)) >= threshold)
+            norm = jnp.sqrt(jnp.sum(output**2))
+            ends = ~done & (squares * norm >= threshold)
             slot = jnp.sum(done)
             w1_end = w1_end.at[slot].set(jnp.where(jnp.any(ends), w1, w1_end[slot]))
             w2_end = w2_end.at[slot].set(jnp.where(jnp.any(ends), w2, w2_end[slot]))
@@ -116,11 +119,14 @@ def _advance(w1, w2, done, w1_end, w2_end, inputs, targets, learning_rate, thres
             new_w1 = w1 + learning_rate * ((field @ w2) * gate).T @ inputs
             keep = frozen.astype(inputs.dtype)
             moved = (keep * w1 + (1 - keep) * new_w1, keep * w2 + (1 - keep) * new_w2)
-            return (*moved, done, w1_end, w2_end), (losses, done)
+            summary = jnp.stack(
+                [jnp.mean(jnp.sum(targets * output, axis=1)), jnp.mean(jnp.sum(output**2, axis=1)), norm]
+            )
+            return (*moved, done, w1_end, w2_end), summary
 
         epochs = first + jnp.arange(steps)
-        state, (losses, flags) = jax.lax.scan(step, (w1, w2, done, w1_end, w2_end), epochs)
-        return *state, losses.T, flags.T
+        state, summaries = jax.lax.scan(step, (w1, w2, done, w1_end, w2_end), epochs)
+        return *state, summaries.T
 
     return jax.vmap(one_run)(w1, w2, done, w1_end, w2_end, inputs, targets, learning_rate, threshold, factors)
 
@@ -128,9 +134,10 @@ def _advance(w1, w2, done, w1_end, w2_end, inputs, targets, learning_rate, thres
 def run_phase(w1, w2, inputs, targets, learning_rate, threshold, horizon: int, stride: int, factors=None):
     """The phase for every run (leading axis) and each of its members (``factors``, ``(runs,
     members)``; one member of factor 1 by default: see :func:`_advance`) until all have ended or
-    the horizon has passed. Returns, as numpy arrays, each member's weights at its end
-    ``(runs, members, ...)`` (at the horizon for one that never ends), its done flag before each
-    epoch, and its loss before every ``stride``-th epoch (``0, stride, 2 stride, ...``)."""
+    the horizon has passed. Returns, as numpy arrays ``(runs, members, ...)``: each member's
+    weights at its end (at the horizon for one that never ends), whether it ended within the
+    horizon and the epoch it did (the horizon otherwise), and its loss before every
+    ``stride``-th epoch (``0, stride, 2 stride, ...``)."""
     runs = w1.shape[0]
     factors = jnp.ones((runs, 1)) if factors is None else jnp.asarray(factors, jnp.float64)
     members = factors.shape[1]
@@ -138,40 +145,61 @@ def run_phase(w1, w2, inputs, targets, learning_rate, threshold, horizon: int, s
     w1_end = jnp.zeros((runs, members, *w1.shape[1:]))
     w2_end = jnp.zeros((runs, members, *w2.shape[1:]))
     chunk = -(-_CHUNK // stride) * stride  # whole strides per chunk, so the kept epochs line up
-    losses, flags = [], []
+    summaries = []
     run = 0
     while True:
-        w1, w2, done, w1_end, w2_end, chunk_losses, chunk_flags = _advance(
+        w1, w2, done, w1_end, w2_end, chunk_summary = _advance(
             w1, w2, done, w1_end, w2_end, inputs, targets, learning_rate, threshold, factors, run, int(horizon), chunk
         )
-        losses.append(np.asarray(chunk_losses[..., ::stride]))
-        flags.append(np.asarray(chunk_flags))
+        summaries.append(np.asarray(chunk_summary))
         run += chunk
         if bool(jnp.all(done)) or run > horizon:
             break
-    flags_all = np.concatenate(flags, axis=-1)
-    slots = jnp.asarray(_member_slots(flags_all))
+    cross, square, norm = np.concatenate(summaries, axis=-1).transpose(1, 0, 2)
+    squares = np.asarray(factors) ** 2
+    ended, epochs = _member_ends(norm[:, : horizon + 1], squares, np.asarray(threshold))
+    slots = jnp.asarray(_member_slots(ended, epochs))
     w1_end = jnp.take_along_axis(w1_end, slots[..., None, None], axis=1)
     w2_end = jnp.take_along_axis(w2_end, slots[..., None, None], axis=1)
     # a member that never ended stands where its run stopped, at the horizon
     w1_end = factors[..., None, None] * jnp.where(done[..., None, None], w1_end, w1[:, None])
     w2_end = factors[..., None, None] * jnp.where(done[..., None, None], w2_end, w2[:, None])
-    return np.asarray(w1_end), np.asarray(w2_end), flags_all, np.concatenate(losses, axis=-1)
+    losses = _member_losses(np.asarray(targets), cross[:, ::stride], square[:, ::stride], squares)
+    return np.asarray(w1_end), np.asarray(w2_end), ended, epochs, losses
 
 
-def _member_slots(flags_all: np.ndarray) -> np.ndarray:
+def _member_ends(norm: np.ndarray, squares: np.ndarray, threshold: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per run and member, whether its output ``squares * norm`` reached ``threshold`` within the
+    epochs recorded, and the first epoch it did (the last epoch recorded otherwise), by the same
+    comparison :func:`_advance` makes. The run's running largest norm never falls, so each end is
+    a bisection on it."""
+    highest = np.maximum.accumulate(norm, axis=-1)
+    count = highest.shape[-1]
+    low = np.zeros(squares.shape, dtype=int)
+    high = np.full(squares.shape, count)  # count: not reached within the epochs recorded
+    while np.any(low < high):
+        middle = (low + high) // 2
+        reached = squares * np.take_along_axis(highest, np.minimum(middle, count - 1), axis=-1) >= threshold[:, None]
+        reached &= middle < count
+        high = np.where(reached, middle, high)
+        low = np.where(reached | (low >= high), low, middle + 1)
+    ended = high < count
+    return ended, np.where(ended, high, count - 1)
+
+
+def _member_losses(targets: np.ndarray, cross: np.ndarray, square: np.ndarray, squares: np.ndarray) -> np.ndarray:
+    """``1/2 mean_n ||y_n - c yhat_n||^2`` of every member (``c`` its factor squared) from the
+    run's ``mean y . yhat`` and ``mean ||yhat||^2``: ``(runs, members, samples)``."""
+    base = 0.5 * np.mean(np.sum(targets**2, axis=-1), axis=-1)
+    c = squares[:, :, None]
+    return base[:, None, None] - c * cross[:, None, :] + 0.5 * c**2 * square[:, None, :]
+
+
+def _member_slots(ended: np.ndarray, epochs: np.ndarray) -> np.ndarray:
     """Per run and member, the slot of :func:`_advance` holding the run's weights at the member's
     end: the number of the run's members that ended at an earlier epoch."""
-    ended, epochs = phase_ends(flags_all)
     earlier = ended[..., None, :] & (epochs[..., None, :] < epochs[..., :, None])
     return np.where(ended, earlier.sum(axis=-1), 0)
-
-
-def phase_ends(flags_all):
-    """Per run, whether the phase ended within the flags and the epoch at which it did (the first
-    epoch whose flag is set; a run that never sets it ends at the last epoch recorded)."""
-    ended = flags_all.any(axis=-1)
-    return ended, np.where(ended, np.argmax(flags_all, axis=-1), flags_all.shape[-1] - 1)
 
 
 def align(
@@ -191,7 +219,7 @@ def align(
     w1 = jnp.asarray(w1s, jnp.float64)
     seeds = w1.shape[0]
     threshold = float(output_fraction) * float(jnp.sqrt(jnp.sum(targets**2)))
-    w1n, w2n, flags_all, losses_all = run_phase(
+    w1n, w2n, ended, epochs, losses_all = run_phase(
         w1,
         jnp.asarray(w2s, jnp.float64),
         jnp.broadcast_to(inputs, (seeds, *inputs.shape)),
@@ -202,8 +230,7 @@ def align(
         1,
     )
     w1n, w2n = w1n[:, 0], w2n[:, 0]
-    flags_all, losses_all = flags_all[:, 0, : horizon + 1], losses_all[:, 0, : horizon + 1]
-    ended, epochs = phase_ends(flags_all)
+    ended, epochs, losses_all = ended[:, 0], epochs[:, 0], losses_all[:, 0, : horizon + 1]
     width = int(epochs.max()) + 1
     kept = np.where(np.arange(width)[None, :] <= epochs[:, None], losses_all[:, :width], np.nan)
     gates = np.asarray(inputs)[None] @ np.transpose(w1n, (0, 2, 1)) > 0

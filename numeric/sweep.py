@@ -30,7 +30,7 @@ import numpy as np
 
 from gdln.derive.spec import Network
 
-from .alignment import OUTPUT_FRACTION, phase_ends, run_phase
+from .alignment import OUTPUT_FRACTION, run_phase
 from .batched_race import ode_races
 from .prediction import balanced_descent_step
 from .race import CompiledNetwork, logistic_factors, strength_from_factors
@@ -179,7 +179,7 @@ def align_points(inputs, targets, w1s, w2s, learning_rates, horizon: int, stride
     inputs = jnp.asarray(inputs, jnp.float64)
     targets = jnp.asarray(targets, jnp.float64)
     thresholds = OUTPUT_FRACTION * jnp.sqrt(jnp.sum(targets**2, axis=(1, 2)))
-    w1, w2, flags, losses = run_phase(
+    w1, w2, ended, epochs, losses = run_phase(
         jnp.asarray(w1s, jnp.float64),
         jnp.asarray(w2s, jnp.float64),
         inputs,
@@ -192,8 +192,7 @@ def align_points(inputs, targets, w1s, w2s, learning_rates, horizon: int, stride
     )
     members = w1.shape[1]
     w1, w2 = w1.reshape(-1, *w1.shape[2:]), w2.reshape(-1, *w2.shape[2:])
-    flags, losses = flags.reshape(-1, flags.shape[-1]), losses.reshape(-1, losses.shape[-1])
-    ended, epochs = phase_ends(flags[:, : horizon + 1])
+    ended, epochs, losses = ended.ravel(), epochs.ravel(), losses.reshape(-1, losses.shape[-1])
     gates = np.einsum("rni,rhi->rnh", np.repeat(np.asarray(inputs), members, axis=0), w1) > 0
     return PhaseEnds(epochs.astype(int), ended, gates, w1, w2, losses, stride)
 

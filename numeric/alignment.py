@@ -55,8 +55,11 @@ class Alignment:
         gates: ``(seeds, N, units)`` each unit's settled gate pattern ``w_i . x_n > 0``.
         w1: ``(seeds, units, inputs)`` input weights at that epoch.
         w2: ``(seeds, outputs, units)`` output weights at that epoch.
-        losses: ``(seeds, max(epochs) + 1)`` the loss ``1/2 mean ||y - yhat||^2`` at every epoch
-            of the phase; after a seed's own end its entries are ``nan``.
+        losses: ``(seeds, ...)`` the loss ``1/2 mean ||y - yhat||^2`` before every ``stride``-th
+            epoch of the phase (``losses[:, j]`` at epoch ``j * stride``). :func:`align` keeps
+            every epoch up to the last seed's end and sets a seed's entries after its own end
+            to ``nan``; a phase diagram's runs (:func:`numeric.sweep.align_points`) keep them.
+        stride: epochs between the kept losses.
     """
 
     epochs: np.ndarray
@@ -65,6 +68,19 @@ class Alignment:
     w1: np.ndarray
     w2: np.ndarray
     losses: np.ndarray
+    stride: int = 1
+
+    def take(self, runs: np.ndarray) -> Alignment:
+        """The phase of the seeds (or runs) ``runs``, in that order."""
+        return Alignment(
+            self.epochs[runs],
+            self.ended[runs],
+            self.gates[runs],
+            self.w1[runs],
+            self.w2[runs],
+            self.losses[runs],
+            self.stride,
+        )
 
     def patterns(self, seed: int) -> Counter:
         """Settled patterns of one seed: ``{active datapoints (tuple): units}``, silent units

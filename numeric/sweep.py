@@ -30,7 +30,7 @@ import numpy as np
 
 from gdln.derive.spec import Network
 
-from .alignment import OUTPUT_FRACTION, run_phase
+from .alignment import OUTPUT_FRACTION, Alignment, run_phase
 from .batched_race import ode_races
 from .prediction import balanced_descent_step
 from .race import CompiledNetwork, logistic_factors, strength_from_factors
@@ -145,33 +145,7 @@ def ode_race_points(
     return BatchedRace(initial, crossings, final)
 
 
-@dataclass(frozen=True)
-class PhaseEnds:
-    """The alignment phase of every run (points times seeds): as :class:`numeric.alignment.Alignment`,
-    with the losses kept every ``stride`` epochs (``losses[:, j]`` at epoch ``j * stride``)."""
-
-    epochs: np.ndarray
-    ended: np.ndarray
-    gates: np.ndarray
-    w1: np.ndarray
-    w2: np.ndarray
-    losses: np.ndarray
-    stride: int
-
-    def take(self, runs: np.ndarray) -> PhaseEnds:
-        """The phase of the runs ``runs``, in that order."""
-        return PhaseEnds(
-            self.epochs[runs],
-            self.ended[runs],
-            self.gates[runs],
-            self.w1[runs],
-            self.w2[runs],
-            self.losses[runs],
-            self.stride,
-        )
-
-
-def align_points(inputs, targets, w1s, w2s, learning_rates, horizon: int, stride: int, factors=None) -> PhaseEnds:
+def align_points(inputs, targets, w1s, w2s, learning_rates, horizon: int, stride: int, factors=None) -> Alignment:
     """:func:`numeric.alignment.align` for every run at once, each with its own data
     ``(runs, N, ...)`` and step; nothing is trained. With ``factors`` ``(runs, members)``, each
     run stands for members started from ``factor`` times its weights (init scales that share
@@ -194,7 +168,7 @@ def align_points(inputs, targets, w1s, w2s, learning_rates, horizon: int, stride
     w1, w2 = w1.reshape(-1, *w1.shape[2:]), w2.reshape(-1, *w2.shape[2:])
     ended, epochs, losses = ended.ravel(), epochs.ravel(), losses.reshape(-1, losses.shape[-1])
     gates = np.einsum("rni,rhi->rnh", np.repeat(np.asarray(inputs), members, axis=0), w1) > 0
-    return PhaseEnds(epochs.astype(int), ended, gates, w1, w2, losses, stride)
+    return Alignment(epochs.astype(int), ended, gates, w1, w2, losses, stride)
 
 
 def starting_units_batch(network: Network, gates: np.ndarray) -> np.ndarray:
@@ -207,7 +181,7 @@ def starting_units_batch(network: Network, gates: np.ndarray) -> np.ndarray:
     return (distances == nearest[None]) & np.any(gates, axis=1)[None]
 
 
-def aligned_mode_seeds_batch(network: Network, modes, phase: PhaseEnds) -> tuple[np.ndarray, np.ndarray]:
+def aligned_mode_seeds_batch(network: Network, modes, phase: Alignment) -> tuple[np.ndarray, np.ndarray]:
     """:func:`numeric.initial_conditions.aligned_mode_seeds` for every run: ``(P, Q)`` each
     ``(runs, modes)``; ``modes`` lists ``(pathway index, u (runs, out), v (runs, in))``."""
     matched = starting_units_batch(network, phase.gates)
@@ -266,7 +240,7 @@ def aligned_descent_curves(
     compiled: CompiledNetwork,
     p0,
     q0,
-    phase: PhaseEnds,
+    phase: Alignment,
     learning_rates,
     values,
     epochs: int,
@@ -291,9 +265,11 @@ def aligned_descent_curves(
     ts = np.arange(samples) * stride
     loss = _loss_function(compiled)
     runs = p0.shape[0]
-    index = np.clip(ts[None, :] // stride, 0, phase.losses.shape[1] - 1)
-    early = np.take_along_axis(phase.losses, index, axis=1)
-    before_start = ts[None, :] < phase.epochs[:, None]
+    # only the samples before the latest end of a phase need the phase's own loss
+    phase_samples = min(samples, int(np.max(phase.epochs, initial=0)) // stride + 1)
+    index = np.clip(np.arange(phase_samples), 0, phase.losses.shape[1] - 1)
+    early = phase.losses[:, index]
+    before_start = ts[None, :phase_samples] < phase.epochs[:, None]
     stop_levels = np.full(runs, -np.inf)
     if stop_fraction is not None:
         levels = stop_fraction * early[:, 0]
@@ -312,7 +288,8 @@ def aligned_descent_curves(
             stride,
         )
         later[chunk] = np.asarray(part)[: len(chunk)]
-    return np.where(before_start, early, later)
+    later[:, :phase_samples] = np.where(before_start, early, later[:, :phase_samples])
+    return later
 
 
 def _chunks_by_hint(runs: int, groups: np.ndarray | None, order_hint: np.ndarray | None) -> list[np.ndarray]:

@@ -38,9 +38,13 @@ _EXPORTS = {
     "verify_report": "gdln.verify.reports",
     "sweep_report": "gdln.verify.sweep",
     "parse_axis": "gdln.verify.sweep",
+    "Axis": "gdln.verify.sweep",
+    "trained_points": "gdln.verify.sweep",
+    "unique_report": "gdln.verify.uniqueness",
 }
 
 __all__ = [
+    "Axis",
     "NetworkDerivation",
     "Prediction",
     "SpecError",
@@ -55,6 +59,8 @@ __all__ = [
     "simulate_report",
     "sweep_report",
     "task_from_dict",
+    "trained_points",
+    "unique_report",
     "use_x64",
     "verify_report",
     "x64",
@@ -69,7 +75,8 @@ if TYPE_CHECKING:
     from gdln.numeric.precision import use_x64, x64
     from gdln.numeric.prediction import Prediction, TaskPredictions
     from gdln.verify.reports import derive_report, race_report, simulate_report, verify_report
-    from gdln.verify.sweep import parse_axis, sweep_report
+    from gdln.verify.sweep import Axis, parse_axis, sweep_report, trained_points
+    from gdln.verify.uniqueness import unique_report
 
 
 def __getattr__(name: str):

@@ -36,7 +36,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bench.bench_race import timed  # best of a few runs, blocked until ready
+from bench.bench_race import matmul_peak, timed  # best of a few runs, blocked until ready
 from bench.bench_sweep import sweep_benchmarks
 from bench.tables import as_markdown, as_text, report_tables
 from gdln.derive.cache import CACHE_ENV
@@ -44,14 +44,6 @@ from gdln.numeric.precision import use_x64
 
 ROOT = Path(__file__).resolve().parent.parent
 SECTION4 = ROOT / "examples" / "section4_context.toml"
-
-
-def matmul_peak(dtype, size: int = 1024) -> float:
-    """GFLOP/s of one large square matrix product in ``dtype`` on this machine, now."""
-    a = jax.random.normal(jax.random.PRNGKey(0), (size, size), dtype=dtype)
-    product = jax.jit(lambda m: m @ m)
-    product(a).block_until_ready()
-    return 2 * size**3 / timed(lambda: product(a), repeat=5) / 1e9
 
 
 def step_flops(count: int, inputs: int, hidden: int, outputs: int) -> int:

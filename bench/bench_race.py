@@ -37,6 +37,14 @@ def timed(fn, repeat=3):
     return best
 
 
+def matmul_peak(dtype, size: int = 1024) -> float:
+    """GFLOP/s of one large square matrix product in ``dtype`` on this machine, now."""
+    a = jax.random.normal(jax.random.PRNGKey(0), (size, size), dtype=dtype)
+    product = jax.jit(lambda m: m @ m)
+    product(a).block_until_ready()
+    return 2 * size**3 / timed(lambda: product(a), repeat=5) / 1e9
+
+
 def main():
     task = load_spec(SPEC)
     models = TaskPredictions(task)

@@ -12,7 +12,8 @@ Every figure is a ratio of two times from this run:
 - Section 4's flow of 2413 variables (``common+1``): one evaluation of its right-hand side, alone
   and per point of a vmapped batch, against the cost of one solver step of the batched race
   per point (identical points, so that none waits for another);
-- training at checked points: XoR runs (points x seeds) per second, batched in one program.
+- training at checked points: XoR runs (points x seeds) per second, batched in one program,
+  its GFLOP/s and their share of the float64 matrix-multiply peak measured in the same run.
 """
 
 from __future__ import annotations
@@ -44,9 +45,10 @@ def _process_seconds(argv: list[str], cache_folder: str) -> float:
 
 
 def sweep_benchmarks(quick: bool = False) -> dict:
+    import jax.numpy as jnp
     import numpy as np
 
-    from bench.bench_race import timed
+    from bench.bench_race import matmul_peak, timed
     from gdln.derive.spec import load_spec
     from gdln.numeric.prediction import TaskPredictions
     from gdln.numeric.training import initial_relu_weights, train_relu_points
@@ -87,6 +89,7 @@ def sweep_benchmarks(quick: bool = False) -> dict:
     count, hidden = xor.num_datapoints, xor.training.hidden_units
     step_flops = 2 * count * hidden * (2 * xor.num_inputs + 3 * xor.num_outputs)
     runs = len(chosen) * seeds
+    checked_gflops = runs * xor.training.epochs * step_flops / checked / 1e9
 
     with tempfile.TemporaryDirectory() as folder:
         grid_flags = ["--grid", f"Delta=0.25:4:{side}", "--grid", f"init_scale=1e-6:1e-1:{side}:log"]
@@ -121,7 +124,9 @@ def sweep_benchmarks(quick: bool = False) -> dict:
         "checked_runs": runs,
         "checked_seconds": checked,
         "checked_runs_per_second": runs / checked,
-        "checked_gflops": runs * xor.training.epochs * step_flops / checked / 1e9,
+        "checked_gflops": checked_gflops,
+        # against the float64 matrix-multiply rate of this machine, measured in this run
+        "checked_share_of_peak": checked_gflops / matmul_peak(jnp.float64),
         "section4_points": values,
         "section4_theory_seconds": section4_theory,
         "section4_training_run_seconds": section4_run,

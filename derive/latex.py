@@ -202,11 +202,7 @@ def _class_table(doc: Document, derivation, p: int) -> str:
     rows = []
     for j, c in enumerate(derivation.symmetry.classes[p]):
         rows.append(f"{j + 1} & \\text{{{ranges(c.modes)}}} & {doc.value(c.s)} & {doc.value(c.input_variance)}")
-    return (
-        "\\begin{array}{cccc}\n\\text{class} & \\text{modes } k & s & d \\\\ \\hline\n"
-        + " \\\\\n".join(rows)
-        + "\n\\end{array}"
-    )
+    return Document.array("cccc", "\\text{class} & \\text{modes } k & s & d", rows)
 
 
 def _svd(doc: Document, derivation, level: str) -> str:

@@ -86,6 +86,12 @@ class Document:
         return _stretched("\\begin{gather*}\n" + " \\\\\n".join(body) + "\n\\end{gather*}\n")
 
     @staticmethod
+    def array(columns: str, header: str, rows: Sequence[str]) -> str:
+        """A table in math mode: ``columns`` its alignment (``"cccc"``), ``header`` its first row,
+        ruled off from ``rows``."""
+        return f"\\begin{{array}}{{{columns}}}\n{header} \\\\ \\hline\n" + " \\\\\n".join(rows) + "\n\\end{array}"
+
+    @staticmethod
     def rows(items: Sequence[str], separator: str = ", \\qquad ") -> list[str]:
         """Formulas side by side, as many on a line as fit."""
         lines: list[str] = []

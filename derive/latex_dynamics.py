@@ -101,11 +101,7 @@ def _groups(doc: Document, derivation) -> str:
         + "$a_{p,k} = b_i$ for $m_i$ modes; $C_{ij}$ sums the couplings of a mode of $i$ to the modes of $j$"
         + ("" if system.nonzero_couplings else " (here $C$ is diagonal: no trajectory drives another)")
         + f". {plural(len(rows), 'equation').capitalize()}, one per group and class:\n",
-        Document.display(
-            "\\begin{array}{ccccc}\n & \\text{pathways} & \\text{class} & s_i & m_i \\\\ \\hline\n"
-            + " \\\\\n".join(rows)
-            + "\n\\end{array}"
-        ),
+        Document.display(Document.array("ccccc", " & \\text{pathways} & \\text{class} & s_i & m_i", rows)),
     ]
     equations = []
     coupling = system.coupling

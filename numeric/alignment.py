@@ -178,8 +178,9 @@ def run_phase(w1, w2, inputs, targets, learning_rate, threshold, horizon: int, s
     w1_end = jnp.take_along_axis(w1_end, slots[..., None, None], axis=1)
     w2_end = jnp.take_along_axis(w2_end, slots[..., None, None], axis=1)
     # a member that never ended stands where its run stopped, at the horizon
-    w1_end = factors[..., None, None] * jnp.where(done[..., None, None], w1_end, w1[:, None])
-    w2_end = factors[..., None, None] * jnp.where(done[..., None, None], w2_end, w2[:, None])
+    stopped = jnp.asarray(ended)[..., None, None]
+    w1_end = factors[..., None, None] * jnp.where(stopped, w1_end, w1[:, None])
+    w2_end = factors[..., None, None] * jnp.where(stopped, w2_end, w2[:, None])
     losses = _member_losses(np.asarray(targets), cross[:, ::stride], square[:, ::stride], squares)
     return np.asarray(w1_end), np.asarray(w2_end), ended, epochs, losses
 
@@ -193,12 +194,11 @@ def _member_ends(norm: np.ndarray, squares: np.ndarray, threshold: np.ndarray) -
     count = highest.shape[-1]
     low = np.zeros(squares.shape, dtype=int)
     high = np.full(squares.shape, count)  # count: not reached within the epochs recorded
-    while np.any(low < high):
-        middle = (low + high) // 2
-        reached = squares * np.take_along_axis(highest, np.minimum(middle, count - 1), axis=-1) >= threshold[:, None]
-        reached &= middle < count
-        high = np.where(reached, middle, high)
-        low = np.where(reached | (low >= high), low, middle + 1)
+    while np.any(searching := low < high):
+        middle = np.where(searching, (low + high) // 2, 0)  # below count wherever still searching
+        reached = squares * np.take_along_axis(highest, middle, axis=-1) >= threshold[:, None]
+        high = np.where(searching & reached, middle, high)
+        low = np.where(searching & ~reached, middle + 1, low)
     ended = high < count
     return ended, np.where(ended, high, count - 1)
 

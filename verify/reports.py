@@ -526,6 +526,13 @@ def train_network(
     return train_gdln(inputs, targets, layout, **common), values, training
 
 
+def deviations(curve, relu) -> dict[str, float]:
+    """How far a predicted loss curve lies from the ReLU network's mean curve (same samples):
+    the largest and the mean absolute gap, as fractions of the network's initial loss."""
+    gap = np.abs(np.asarray(curve) - relu)
+    return {"max_deviation": float(np.max(gap) / relu[0]), "mean_deviation": float(np.mean(gap) / relu[0])}
+
+
 def finite_crossings(ts, curves, fraction: float) -> np.ndarray:
     """``crossing_time`` row by row on the finite part of sampled curves ``(rows, samples)``: NaN
     where a row is not finite and positive at the start, or not finite before it reaches
@@ -811,8 +818,7 @@ def verify_report(
     networks: list[dict[str, Any]] = [
         {
             "name": name,
-            "max_deviation": float(np.max(np.abs(curve - relu)) / relu[0]),
-            "mean_deviation": float(np.mean(np.abs(curve - relu)) / relu[0]),
+            **deviations(curve, relu),
             "t_half_predicted": finite_crossing(ts, curve, 0.5),
             "t_half_relu": finite_crossing(ts, relu, 0.5),
             "dynamics": predictors[name].kind,

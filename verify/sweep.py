@@ -52,6 +52,7 @@ from .progress import Stages, plural
 from .reports import (
     _finite_or_none,
     candidate_predictions,
+    deviations,
     finite_crossings,
     followed_candidate,
     predicted_relu_curves,
@@ -130,6 +131,13 @@ def check_axes(axes: Sequence[Axis]) -> None:
     points = math.prod(len(a.values) for a in axes)
     if points > MAX_GRID_POINTS:
         raise SpecError("--grid", "grid", f"{points} points is above the limit of {MAX_GRID_POINTS}")
+
+
+def _models_at_width(task: Task, base: TaskPredictions, hidden_units: int) -> TaskPredictions:
+    """The predictions of ``task`` trained with ``hidden_units`` units: ``base`` at the spec's own width."""
+    if hidden_units == task.training.hidden_units:
+        return base
+    return TaskPredictions(_task_with_width(task, hidden_units))
 
 
 def _task_with_width(task: Task, hidden_units: int) -> Task:
@@ -414,8 +422,7 @@ def sweep_report(
         rows = np.flatnonzero((grid.hidden_units == width) & ok)
         at = f" ({width} hidden units)" if len(widths) > 1 else ""
         step(f"width-seeded race at {plural(len(rows), 'point')}{at}")
-        models_here = base if width == task.training.hidden_units else TaskPredictions(_task_with_width(task, width))
-        groups[int(width)] = models_here
+        models_here = groups[int(width)] = _models_at_width(task, base, int(width))
         races = _width_race(models_here, grid, rows)
         for k, name in enumerate(names):
             t_half[rows, k], t_90[rows, k] = races[name].crossings[:, 0], races[name].crossings[:, 1]
@@ -557,10 +564,7 @@ def trained_points(
     ok, inputs, targets = _finite_points(models, grid)
     if not ok.all():
         raise SpecError(task.source, axes[0].name, "the data are not finite at some grid points")
-    widths = {
-        int(w): models if w == task.training.hidden_units else TaskPredictions(_task_with_width(task, int(w)))
-        for w in np.unique(grid.hidden_units)
-    }
+    widths = {int(w): _models_at_width(task, models, int(w)) for w in np.unique(grid.hidden_units)}
     found, _ = _train_points(widths, task, grid, np.arange(grid.size), inputs, targets)
     return found
 
@@ -634,8 +638,7 @@ def _check(groups, task: Task, grid: _Grid, chosen: np.ndarray, points: list[dic
         networks = [
             {
                 "name": name,
-                "max_deviation": float(np.max(np.abs(curve - relu)) / relu[0]),
-                "mean_deviation": float(np.mean(np.abs(curve - relu)) / relu[0]),
+                **deviations(curve, relu),
                 "from_alignment": False,
             }
             for name, curve in point.predictions.items()

@@ -54,6 +54,12 @@ def sweep_figure(report: dict) -> Figure:
             f"\n{checked} trained points follow the alignment-seeded winner at {agreement['aligned_agree']},"
             f" the width-seeded at {agreement['agree']}"
         )
+        within = agreement.get("within_assumptions")
+        if within and within["checked"] < checked:
+            title += (
+                f";\nthe {within['checked']} where the theory's assumptions hold, at"
+                f" {within['aligned_agree']} and {within['agree']}"
+            )
     ax.set_title(title, fontsize=10)
     fig.legend(handles=handles, loc="outside lower center", ncols=2, fontsize=8, frameon=False)
     return fig
@@ -81,6 +87,7 @@ def _plane(ax, report, names, colours, handles) -> None:
     if len(names) > 1 and not np.all(np.isnan(aligned)) and np.nanmax(aligned) != np.nanmin(aligned):
         ax.contour(x, y, aligned.T, levels=levels, colors="black", linewidths=1.6, linestyles="dashed")
         handles.append(Line2D([], [], color="black", lw=1.6, ls="--", label="alignment-seeded race boundary"))
+    _assumptions_fail(ax, report, x, y, shape, handles)
     for crossover in report["crossovers"]:
         label = f"derived crossover ${crossover['latex']}$"
         if crossover["parameter"] == x_axis["name"]:
@@ -108,6 +115,30 @@ def _plane(ax, report, names, colours, handles) -> None:
         ax.set_yscale("log")
     ax.set_xlim(x.min(), x.max())
     ax.set_ylim(y.min(), y.max())
+
+
+#: how the region where the theory's assumptions fail is drawn: hatched, so the map shows through
+ASSUMPTIONS_FAIL: dict[str, Any] = {"hatch": "////", "edgecolor": "#555555", "facecolor": "none", "linewidth": 0}
+
+
+def _assumptions_fail(ax, report, x, y, shape, handles) -> None:
+    """Hatch the points where the theory's assumptions fail before any training (no alignment
+    phase, or a learning rate past verify's stability limit), and say which in the key."""
+    assumptions = [p.get("assumptions") for p in report["points"]]
+    fails = np.array([a is not None and not a["hold"] for a in assumptions]).reshape(shape)
+    if not fails.any():
+        return
+    import matplotlib as mpl
+
+    with mpl.rc_context({"hatch.color": ASSUMPTIONS_FAIL["edgecolor"], "hatch.linewidth": 0.6}):
+        ax.contourf(x, y, fails.T.astype(float), levels=[0.5, 1.5], colors="none", hatches=[ASSUMPTIONS_FAIL["hatch"]])
+    reasons = []
+    if any(a is not None and a["small_init"] is False for a in assumptions):
+        fraction = report["assumptions"]["output_fraction"]
+        reasons.append(f"initial output ≥ {fraction:.0%} of the targets")
+    if any(a is not None and not a["stable_learning_rate"] for a in assumptions):
+        reasons.append("learning rate > 2/curvature")
+    handles.append(Patch(**ASSUMPTIONS_FAIL, label="theory's assumptions fail:\n" + "; ".join(reasons)))
 
 
 def _checked(ax, report, names, colours, handles, position, contour: bool = False) -> None:

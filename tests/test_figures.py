@@ -115,3 +115,64 @@ def test_figure2_draws_the_runs_above_the_theory_and_marks_a_prediction_that_nev
     marks = [c for c in ax_d.collections if len(c.get_offsets()) and not np.allclose(c.get_facecolor()[0], relu)]
     assert [tuple(o) for c in marks for o in c.get_offsets()] == [(0.5, marks[0].get_offsets()[0][1])]
     assert marks[0].get_offsets()[0][1] > max(max(t) for t in data["relu_times"]) and marks[0].get_offsets()[0][1] < top
+
+
+def _phase_report(fails_above: float | None) -> dict:
+    """A made-up 4 x 3 sweep report: xor wins below Delta 2, linear above; the theory's assumptions
+    fail (no alignment phase) at init scales above ``fails_above``."""
+    deltas, scales = [1.0, 1.5, 2.5, 3.0], [1e-4, 1e-2, 1e-1]
+    points = []
+    for delta in deltas:
+        for scale in scales:
+            winner = "xor" if delta < 2 else "linear"
+            small = fails_above is None or scale <= fails_above
+            points.append(
+                {
+                    "values": {"Delta": delta, "init_scale": scale},
+                    "winner": winner,
+                    "aligned_winner": winner,
+                    "networks": [{"name": "linear"}, {"name": "xor"}],
+                    "assumptions": {"small_init": small, "stable_learning_rate": True, "hold": small},
+                    "checked": None,
+                }
+            )
+    within = {"checked": 0, "agree": 0, "aligned_agree": 0}
+    return {
+        "axes": [
+            {"name": "Delta", "values": deltas, "log": False},
+            {"name": "init_scale", "values": scales, "log": True},
+        ],
+        "points": points,
+        "crossovers": [],
+        "validity": 0.05,
+        "assumptions": {"output_fraction": 0.01},
+        "agreement": {
+            "checked": 0,
+            "agree": 0,
+            "aligned_agree": 0,
+            "disagree_points": [],
+            "within_assumptions": within,
+        },
+    }
+
+
+def test_the_phase_diagram_hatches_where_the_theory_s_assumptions_fail_and_keys_it():
+    from matplotlib.patches import Patch
+
+    from gdln.figures.sweep_figure import sweep_figure
+
+    def assumption_keys(fig):
+        (legend,) = fig.legends
+        return [
+            text.get_text()
+            for handle, text in zip(legend.legend_handles, legend.get_texts())
+            if isinstance(handle, Patch) and handle.get_hatch()
+        ]
+
+    fig = sweep_figure(_phase_report(fails_above=1e-2))
+    (key,) = assumption_keys(fig)
+    assert "initial output ≥ 1% of the targets" in key
+    (ax,) = fig.axes
+    assert any(any(getattr(c, "hatches", None) or []) for c in ax.collections)  # the hatched region itself
+    assert assumption_keys(sweep_figure(_phase_report(fails_above=None))) == []
+    _labelled(fig)

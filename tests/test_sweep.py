@@ -366,3 +366,72 @@ def test_sweep_markdown_says_where_each_winner_changes(xor):
     assert at == "1e-06 to 0.0001"
     assert width == "1.5 to 2"
     assert aligned == "1.5 to 2"  # about 6-10% above Delta* at small init (docs/phase_diagrams.md)
+
+
+def test_assumptions_are_the_alignment_phase_and_verify_warning_at_each_point(xor):
+    """Each point's assumptions, judged before training, against their one-point originals: the
+    seeds' phase ends are those of ``numeric.alignment.align`` on the point's own initial weights
+    (``small_init`` fails where a phase ends at epoch 0, the initial output already at its
+    fraction of the targets), and ``stable_learning_rate`` fails exactly where verify warns."""
+    import warnings
+
+    from gdln.numeric.alignment import align
+    from gdln.numeric.prediction import TaskPredictions
+    from gdln.verify.checks import GdlnWarning, warn_learning_rate
+
+    report = sweep_report(xor, [parse_axis("Delta=0.5:3:2", xor), parse_axis("init_scale=1e-4:1e-1:2:log", xor)])
+    models = TaskPredictions(xor)
+    for point in report["points"]:
+        delta, scale = point["values"]["Delta"], point["values"]["init_scale"]
+        x, y = (np.asarray(a) for a in models.dataset([delta]))
+        w1, w2 = initial_relu_weights(128, 3, 1, scale, range(xor.training.seeds))
+        phase = align(x, y, np.asarray(w1), np.asarray(w2), xor.training.learning_rate, horizon=xor.training.epochs)
+        assert point["assumptions"]["phase_epochs"] == [int(e) for e in phase.epochs]
+        assert point["assumptions"]["small_init"] == bool(np.all(phase.epochs > 0))
+    assert {p["assumptions"]["small_init"] for p in report["points"]} == {True, False}
+    axes = [parse_axis("Delta=0.5:3:2", xor), parse_axis("learning_rate=0.01:3:2:log", xor)]
+    report = sweep_report(xor, axes)
+    for point in report["points"]:
+        trained = xor.with_training(learning_rate=point["values"]["learning_rate"])
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            warn_learning_rate(trained, xor.values({"Delta": point["values"]["Delta"]}))
+        warned = any(issubclass(w.category, GdlnWarning) for w in caught)
+        assert point["assumptions"]["stable_learning_rate"] is not warned
+        assert point["assumptions"]["hold"] is (point["assumptions"]["small_init"] is not False and not warned)
+    assert {p["assumptions"]["stable_learning_rate"] for p in report["points"]} == {True, False}
+
+
+def test_agreement_where_the_assumptions_hold_counts_those_points():
+    """``agreement.within_assumptions`` counts the checked points whose assumptions hold, and a
+    disagreement says whether its point is one of them (sweep_report's bookkeeping, on a report
+    whose checked points are set by hand)."""
+    from gdln.verify.sweep import _agreement
+
+    def point(winner, aligned, follows, hold):
+        assumptions = {"hold": hold}
+        return {
+            "values": {"Delta": 1.0},
+            "winner": winner,
+            "aligned_winner": aligned,
+            "assumptions": assumptions,
+            "checked": {"follows": follows},
+        }
+
+    points = [
+        point("a", "a", "a", True),
+        point("a", "b", "b", True),
+        point("b", "b", "a", False),
+        point("a", "a", "b", True),
+    ]
+    for p in points:
+        p["checked"]["max_deviation"] = 0.01
+    agreement = _agreement(points, near_boundary={3})
+    assert (agreement["checked"], agreement["agree"], agreement["aligned_agree"]) == (4, 1, 2)
+    assert agreement["within_assumptions"] == {"checked": 3, "agree": 1, "aligned_agree": 2}
+    assert [
+        (d["index"], d["outside_assumptions"], d["next_to_aligned_boundary"]) for d in agreement["disagree_points"]
+    ] == [
+        (2, True, False),
+        (3, False, True),
+    ]

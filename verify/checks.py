@@ -102,7 +102,11 @@ def _curvatures(inputs, targets, active, columns, rows, depth) -> tuple[float, f
 def learning_rate_curvature(task: Task, values: Mapping) -> tuple[float, str]:
     """The largest curvature of the theory's dynamics over the task's networks (and the ReLU
     network, as one pathway of depth 2 on all data), and where it occurs."""
-    inputs, targets = numeric_data(task, values)
+    return data_curvature(task, *numeric_data(task, values))
+
+
+def data_curvature(task: Task, inputs: np.ndarray, targets: np.ndarray) -> tuple[float, str]:
+    """:func:`learning_rate_curvature` on numeric data (``(N, inputs)``, ``(N, outputs)``)."""
     everything = list(range(task.num_datapoints))
     d, mode = _curvatures(inputs, targets, everything, list(range(task.num_inputs)), list(range(task.num_outputs)), 2)
     best = (max(d, mode), "the ReLU network")
@@ -116,12 +120,18 @@ def learning_rate_curvature(task: Task, values: Mapping) -> tuple[float, str]:
     return best
 
 
+def descent_is_stable(learning_rate: float, curvature: float) -> bool:
+    """Whether gradient descent at ``learning_rate`` stays on the flow's side of its fixed points:
+    ``learning_rate <= 2 / curvature`` (the step at which a direction of that curvature overshoots)."""
+    return not (curvature > 0 and learning_rate * curvature > 2)
+
+
 def warn_learning_rate(task: Task, values: Mapping) -> None:
     """Warn when ``learning_rate > 2 / curvature``: discrete gradient descent then overshoots the
     theory's fixed points (the largest of the effective input variances d and the mode curvatures)."""
     curvature, where = learning_rate_curvature(task, values)
     rate = task.training.learning_rate
-    if curvature > 0 and rate * curvature > 2:
+    if not descent_is_stable(rate, curvature):
         warnings.warn(
             f"{task.source}: training.learning_rate: {rate:g} is above 2/curvature = {2 / curvature:.4g} "
             f"({where}): gradient descent is expected to diverge and the theory does not describe it",

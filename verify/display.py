@@ -124,6 +124,18 @@ class SweepReport(dict):
             ("near", "disagreements next to the aligned boundary"),
             ("outside", f"disagreements outside validity (> {_cell(self['validity'])})"),
         ]
+        within = agreement.get("within_assumptions")
+        if within is not None:
+            share = within["checked"] or 1
+            row["within"] = (
+                f"{within['checked']}: {within['aligned_agree']} ({within['aligned_agree'] / share:.0%}) aligned,"
+                f" {within['agree']} ({within['agree'] / share:.0%}) width"
+            )
+            row["assumed"] = f"{sum(d['outside_assumptions'] for d in disagree)} of {len(disagree)}"
+            columns += [
+                ("within", "where the theory's assumptions hold: points, followed winners"),
+                ("assumed", "disagreements where the assumptions fail"),
+            ]
         return markdown_table([row], columns)
 
     def _boundaries(self) -> str:
@@ -176,6 +188,7 @@ class SweepReport(dict):
                 "aligned_margin": point["aligned_margin"],
                 "follows": point["checked"]["follows"],
                 "max_deviation": point["checked"]["max_deviation"],
+                "assumptions": _assumptions_cell(point.get("assumptions")),
             }
             for point in checked
         ]
@@ -185,5 +198,17 @@ class SweepReport(dict):
             ("aligned_margin", "its margin"),
             ("follows", "trained network follows"),
             ("max_deviation", "max deviation (of the initial loss)"),
+            ("assumptions", "theory's assumptions"),
         ]
         return markdown_table(rows, columns)
+
+
+def _assumptions_cell(assumptions: dict | None) -> str:
+    """Whether a point's assumptions hold, and which fails where one does."""
+    if assumptions is None or assumptions["hold"]:
+        return "hold"
+    failing = [
+        *(["no alignment phase"] if assumptions["small_init"] is False else []),
+        *(["learning rate > 2/curvature"] if not assumptions["stable_learning_rate"] else []),
+    ]
+    return "fail: " + ", ".join(failing)

@@ -34,6 +34,7 @@ from gdln.derive.algebraic import as_text
 from gdln.derive.errors import SpecError
 from gdln.derive.expressions import EvaluationError, evaluate
 from gdln.derive.spec import Task, Training, task_from_dict
+from gdln.numeric.alignment import OUTPUT_FRACTION
 from gdln.numeric.prediction import TaskPredictions
 from gdln.numeric.sweep import (
     BatchedRace,
@@ -46,7 +47,7 @@ from gdln.numeric.sweep import (
 )
 from gdln.numeric.training import initial_relu_weights, train_relu_points
 
-from .checks import check_training_size, check_values
+from .checks import check_training_size, check_values, data_curvature, descent_is_stable
 from .display import SweepReport
 from .progress import Stages, plural
 from .reports import (
@@ -220,10 +221,11 @@ def _width_race(models: TaskPredictions, grid: _Grid, rows: np.ndarray) -> dict[
 
 def _aligned_race(
     models: TaskPredictions, grid: _Grid, rows: np.ndarray, data, hints: dict[str, np.ndarray] | None = None
-) -> dict[str, np.ndarray] | None:
+) -> tuple[dict[str, np.ndarray], np.ndarray] | None:
     """Every candidate's predicted ``t_half`` from the alignment phase of the spec's ReLU seeds,
-    at the points ``rows``; ``None`` when a candidate is not a set of balanced depth-2 modes
-    (its prediction from the phase follows weight chains, which are not batched here)."""
+    at the points ``rows``, and the epoch at which each seed's phase ends there ``(rows, seeds)``;
+    ``None`` when a candidate is not a set of balanced depth-2 modes (its prediction from the
+    phase follows weight chains, which are not batched here)."""
     task, training = models.task, models.task.training
     predictions = {n.name: models.prediction(n.name) for n in task.networks}
     if not all(p.uses_mode_recursion for p in predictions.values()):
@@ -288,7 +290,74 @@ def _aligned_race(
         )
         mean = curves.reshape(len(rows), seeds, -1).mean(axis=1)
         found[name] = finite_crossings(ts, mean, 0.5)
-    return found
+    return found, np.asarray(phase.epochs).reshape(len(rows), seeds)
+
+
+def _stable_descent(task: Task, grid: _Grid, ok: np.ndarray, inputs, targets) -> np.ndarray:
+    """Per point, whether its learning rate keeps gradient descent stable on the theory's
+    largest curvature (:func:`verify.checks.descent_is_stable`, verify's warning); the
+    curvature depends on the data alone, so it is found once per distinct parameter values."""
+    stable = np.zeros(grid.size, dtype=bool)
+    rows = np.flatnonzero(ok)
+    if not len(rows):
+        return stable
+    _, first, which = np.unique(grid.values[rows], axis=0, return_index=True, return_inverse=True)
+    curvatures = np.array([data_curvature(task, inputs[rows[i]], targets[rows[i]])[0] for i in first])
+    for k, row in enumerate(rows):
+        stable[row] = descent_is_stable(float(grid.learning_rate[row]), float(curvatures[which.ravel()[k]]))
+    return stable
+
+
+def _assumptions(phase_epochs: np.ndarray, stable: bool, aligned_available: bool) -> dict[str, Any]:
+    """What the theory assumes at a point, judged before any training (THEORY section 9):
+    ``small_init``, the alignment phase runs at every seed (it ends at epoch 0 when the initial
+    output already reaches :data:`numeric.alignment.OUTPUT_FRACTION` of the targets, so the gates
+    never settle; ``None`` where the phase is not computed); ``stable_learning_rate``, as
+    verify's warning judges it; ``hold``, both."""
+    small_init = bool(np.all(phase_epochs > 0)) if aligned_available else None
+    return {
+        "phase_epochs": [int(e) for e in phase_epochs] if aligned_available else None,
+        "small_init": small_init,
+        "stable_learning_rate": bool(stable),
+        "hold": small_init is not False and bool(stable),
+    }
+
+
+def _agreement(points: list[dict], near_boundary: set[int]) -> dict[str, Any]:
+    """How often the trained networks follow each race's winner, over all checked points and over
+    those where the theory's assumptions hold; and each disagreement, placed against the aligned
+    boundary (``near_boundary``: flat indices), the validity contour and the assumptions."""
+    checked = [p for p in points if p["checked"] is not None and p["checked"]["follows"] is not None]
+    within = [p for p in checked if p["assumptions"]["hold"]]
+
+    def counts(group: list[dict]) -> dict[str, int]:
+        return {
+            "checked": len(group),
+            "agree": sum(p["winner"] == p["checked"]["follows"] for p in group),
+            "aligned_agree": sum(p["aligned_winner"] == p["checked"]["follows"] for p in group),
+        }
+
+    disagree = [
+        i
+        for i, p in enumerate(points)
+        if p["checked"] is not None
+        and p["checked"]["follows"] is not None
+        and p["aligned_winner"] != p["checked"]["follows"]
+    ]
+    return {
+        **counts(checked),
+        "disagree_points": [
+            {
+                "index": i,
+                "values": points[i]["values"],
+                "next_to_aligned_boundary": i in near_boundary,
+                "outside_validity": points[i]["checked"]["max_deviation"] > VALIDITY,
+                "outside_assumptions": not points[i]["assumptions"]["hold"],
+            }
+            for i in disagree
+        ],
+        "within_assumptions": counts(within),
+    }
 
 
 def _ranked(entries: list[dict]) -> tuple[str | None, float | None]:
@@ -415,6 +484,7 @@ def sweep_report(
     aligned = np.full((grid.size, len(names)), np.nan)
     aligned_available = True
     aligned_seconds = 0.0
+    phase_epochs = np.full((grid.size, task.training.seeds), -1)
     groups: dict[int, TaskPredictions] = {}
     widths = [w for w in np.unique(grid.hidden_units) if np.any((grid.hidden_units == w) & ok)]
     step = Stages("sweep", 2 * len(widths) + bool(check))
@@ -430,13 +500,15 @@ def sweep_report(
         step(f"alignment-seeded race at {plural(len(rows), 'point')}{at}")
         aligned_start = time.perf_counter()
         hints = {name: races[name].crossings[:, 0] for name in names}
-        found = _aligned_race(models_here, grid, rows, (inputs, targets), hints)
+        raced = _aligned_race(models_here, grid, rows, (inputs, targets), hints)
         aligned_seconds += time.perf_counter() - aligned_start
-        if found is None:
+        if raced is None:
             aligned_available = False
         else:
+            found, phase_epochs[rows] = raced
             for k, name in enumerate(names):
                 aligned[rows, k] = found[name]
+    stable = _stable_descent(task, grid, ok, inputs, targets)
     theory_seconds = time.perf_counter() - started - aligned_seconds
 
     points: list[dict[str, Any]] = []
@@ -463,6 +535,9 @@ def sweep_report(
                 "aligned_winner": aligned_winner,
                 "aligned_margin": aligned_margin,
                 "networks": entries,
+                "assumptions": _assumptions(phase_epochs[index], stable[index], aligned_available)
+                if ok[index]
+                else None,
                 "checked": None,
             }
         )
@@ -477,14 +552,6 @@ def sweep_report(
         training_seconds, per_run = _check(groups, task, grid, chosen, points, inputs, targets)
 
     step.close()
-    checked = [p for p in points if p["checked"] is not None and p["checked"]["follows"] is not None]
-    disagree = [
-        i
-        for i, p in enumerate(points)
-        if p["checked"] is not None
-        and p["checked"]["follows"] is not None
-        and p["aligned_winner"] != p["checked"]["follows"]
-    ]
     aligned_labels = np.array(
         [names.index(p["aligned_winner"]) if p["aligned_winner"] in names else -1 for p in points]
     )
@@ -500,23 +567,16 @@ def sweep_report(
                 else None,
             },
             "validity": VALIDITY,
+            "assumptions": {
+                "small_init": "the alignment phase runs at every seed: the initial output is below"
+                f" {OUTPUT_FRACTION:g} of the targets (THEORY section 9: at large init the network is lazy)",
+                "stable_learning_rate": "learning_rate <= 2/curvature, the theory's largest curvature (verify's warning)",
+                "output_fraction": OUTPUT_FRACTION,
+            },
             "points": points,
             "invalid_points": [i for i in range(grid.size) if not ok[i]],
             "crossovers": _crossover_curves(base, axes, overrides),
-            "agreement": {
-                "checked": len(checked),
-                "agree": sum(p["winner"] == p["checked"]["follows"] for p in checked),
-                "aligned_agree": sum(p["aligned_winner"] == p["checked"]["follows"] for p in checked),
-                "disagree_points": [
-                    {
-                        "index": i,
-                        "values": points[i]["values"],
-                        "next_to_aligned_boundary": i in near_boundary,
-                        "outside_validity": points[i]["checked"]["max_deviation"] > VALIDITY,
-                    }
-                    for i in disagree
-                ],
-            },
+            "agreement": _agreement(points, near_boundary),
             "timing": {
                 "theory_s": theory_seconds,
                 "aligned_s": aligned_seconds,

@@ -66,6 +66,23 @@ def _render_sweep(report):
             if p["checked"]
         )
         print(f"  the followed network stays within {report['validity']:.0%} of the initial loss at {holds} of them")
+        within = agreement.get("within_assumptions")
+        if within is not None and within["checked"] < checked:
+            print(
+                f"  of the {within['checked']} checked points where the theory's assumptions hold: the width-seeded"
+                f" winner is followed at {within['agree']}, the alignment-seeded winner at {within['aligned_agree']}"
+            )
+    failing = [p["assumptions"] for p in points if p["assumptions"] is not None and not p["assumptions"]["hold"]]
+    if failing:
+        fraction = report["assumptions"]["output_fraction"]
+        reasons = {
+            f"no alignment phase (the initial output already reaches {fraction:.0%} of the targets)": sum(
+                a["small_init"] is False for a in failing
+            ),
+            "a learning rate above 2/curvature": sum(not a["stable_learning_rate"] for a in failing),
+        }
+        said = "; ".join(f"{reason} at {count}" for reason, count in reasons.items() if count)
+        print(f"  the theory's assumptions fail at {len(failing)} points, judged before any training: {said}")
     if report["invalid_points"]:
         print(f"  {len(report['invalid_points'])} points with data that are not finite (null in --json)")
     timing = report["timing"]

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from .errors import SpecError
+from .limits import MAX_DATA_ENTRIES
 
 PAPER_RING_BUMP = (0, Fraction(33, 100), Fraction(66, 100), 1, 1, Fraction(66, 100), Fraction(33, 100), 0)
 
@@ -244,6 +245,7 @@ def routing_task(
     every candidate of M = 4 and M = 7 to learn."""
     _check_routes(domains, trained, "routing_task")
     tree = hierarchy(items)
+    _check_route_data(domains, trained, "routing_task", items, items, len(tree))
     rng = random.Random(seed)
     codes = []
     for _ in range(domains):
@@ -260,6 +262,20 @@ def _check_routes(domains: int, trained: int, where: str) -> None:
         raise SpecError(where, "domains", f"needs at least 2 domains, got {domains}")
     if not 1 <= trained <= domains:
         raise SpecError(where, "trained", f"needs 1 <= trained <= domains ({domains}), got {trained}")
+
+
+def _check_route_data(domains: int, trained: int, where: str, items: int, width: int, outputs: int) -> None:
+    """The size of the routes' data (``domains * trained * items`` datapoints of ``domains * width``
+    inputs and ``domains * outputs`` targets) against the spec limit on data entries, before the
+    rows are built: the rows of a thousand domains take longer to build than to refuse."""
+    entries = domains * trained * items * domains * max(width, outputs)
+    if entries > MAX_DATA_ENTRIES:
+        raise SpecError(
+            where,
+            "domains",
+            f"{domains} domains with {trained} trained each give {entries} data entries,"
+            f" above the limit of {MAX_DATA_ENTRIES}",
+        )
 
 
 def _routing_spec(
@@ -480,6 +496,7 @@ def digits_routing_task(
     _check_routes(domains, trained, "digits_routing_task")
     classes = [int(c) for c in classes]
     pixels, labels, _ = _digit_pixels(classes, per_class, None, seed, "digits_routing_task")
+    _check_route_data(domains, trained, "digits_routing_task", len(pixels), pixels.shape[1], len(classes))
     rng = np.random.default_rng(seed)
     width, count = pixels.shape[1], len(classes)
     codes = []

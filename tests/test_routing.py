@@ -199,3 +199,24 @@ def test_section6_two_hidden_layers_against_the_shared_layer_gdln():
 
 #: measured 0.30 (seeds 0-4): the GDLN with the paper's gates learns faster than the ReLU network
 SECTION6_TYPICAL_DEVIATION = 0.4
+
+
+@pytest.mark.parametrize(
+    ("argv", "entries"),
+    [
+        (["--domains", "100000"], "14000000000000000"),  # K = M // 2 = 50000 for the init-scale sweep
+        (["--domains", "20", "--trained", "1"], "112000"),  # K = 1 fits; the sweep's K = 10 does not
+        (["--domains", "30", "--trained", "1", "--data", "digits"], None),
+    ],
+)
+def test_zero_shot_refuses_routes_past_the_data_limit_before_training(capsys, monkeypatch, argv, entries):
+    """The routes' data of the largest K are counted before any K is built or trained: one line
+    naming --domains, exit status 2 (a hundred thousand domains used to hang building rows)."""
+    import gdln.verify.graphs as graphs
+
+    monkeypatch.setattr(graphs, "train_graph", lambda *a, **k: pytest.fail("trained before refusing"))
+    assert main(["zero-shot", *argv, "--seeds", "1"]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()[-1:]
+    assert "--domains" in line and "above the limit of 100000" in line
+    if entries:
+        assert f"give {entries} data entries" in line

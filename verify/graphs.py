@@ -355,6 +355,10 @@ def zero_shot_report(
     scale_trained = scale_trained or max(1, domains // 2)
     if not 1 <= scale_trained < domains:
         raise SpecError("zero-shot", "--scale-trained", f"needs 1 <= K < domains ({domains}) to leave untrained routes")
+    try:  # the largest K gives the most data: refused here, before any K is trained
+        build(domains, max(*trained, scale_trained), epochs=epochs)
+    except SpecError as error:
+        raise SpecError("zero-shot", "--domains" if error.key == "domains" else error.key, error.problem) from None
 
     def run(k: int, scale: float) -> dict[str, Any]:
         spec = build(domains, k, init_scale=scale, learning_rate=learning_rate, epochs=epochs)

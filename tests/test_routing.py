@@ -204,7 +204,7 @@ SECTION6_TYPICAL_DEVIATION = 0.4
 @pytest.mark.parametrize(
     ("argv", "entries"),
     [
-        (["--domains", "100000"], "14000000000000000"),  # K = M // 2 = 50000 for the init-scale sweep
+        (["--domains", "100000"], "27999720000000000"),  # K runs to M - 1 by default
         (["--domains", "20", "--trained", "1"], "112000"),  # K = 1 fits; the sweep's K = 10 does not
         (["--domains", "30", "--trained", "1", "--data", "digits"], None),
     ],

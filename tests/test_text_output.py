@@ -80,6 +80,22 @@ def test_derive_gives_algebraic_numbers_by_value_kind_and_degree(capsys, algebra
     assert int(couplings.group(1)) == len(report["system"]["coupling"])
 
 
+def test_derive_full_names_the_loss_roots_by_value(capsys, algebraic_spec):
+    """``--full`` prints the loss with each algebraic coefficient as a named value, never its
+    CRootOf polynomial; each named value is a root in the JSON's exact loss."""
+    text, report = text_and_json(capsys, "derive", str(algebraic_spec), "--network", "common+2", "--full")
+    assert "CRootOf" in report["loss"]["expr"] and "CRootOf" not in text
+    # the state names (a_common+2.common.0) are not SymPy text: read the roots alone
+    exact = {
+        sympy.CRootOf(sympy.sympify(poly), int(k))
+        for poly, k in re.findall(r"CRootOf\(([^()]*), (\d+)\)", report["loss"]["expr"])
+    }
+    loss = text.split("\n  loss\n", 1)[1].splitlines()
+    (where,) = [line for line in loss[:2] if line.strip().startswith("where r1 =")]
+    named = [float(value) for value in re.findall(rf"r\d+ = ({NUMBER}) \(algebraic of degree \d+\)", where)]
+    assert sorted(named) == pytest.approx(sorted(float(r) for r in exact), rel=1e-9)
+
+
 def test_race_and_unique_on_algebraic_speeds(capsys, algebraic_spec):
     text, report = text_and_json(capsys, "race", str(algebraic_spec))
     assert "CRootOf" in json.dumps(report["networks"][0]["speed"]) and "CRootOf" not in text

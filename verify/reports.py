@@ -316,10 +316,10 @@ def derive_report(
     named = coupling_number_entries(derivation, values, summary)
     loss = {"closed_form": derivation.loss is not None, "initial": _entry(derivation.initial_loss, values)}
     if not summary:
-        loss = {
-            "expr": as_text(derivation.loss if derivation.loss is not None else derivation.loss_in_strengths),
-            **loss,
-        }
+        expr = derivation.loss if derivation.loss is not None else derivation.loss_in_strengths
+        loss = {"expr": as_text(expr), **loss}
+        if equations is not None:
+            loss["display"] = equation_text(sympy.Function("L")(TIME), expr, equations)
     return {
         "network": derivation.network.name,
         "parameters": {s.name: v for s, v in values.items()},

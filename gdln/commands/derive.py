@@ -41,7 +41,9 @@ def _render_derive_full(report):
     )
     for failure in a["failures"]:
         print(f"    {failure}")
-    print(f"  loss L(t) = {report['loss']['expr']}")
+    loss = report["loss"]
+    print("  loss")
+    print(_indented(loss.get("display") or f"L(t) = {loss['expr']}", "    "))
     print(f"  speed (largest singular value s) = {_value_text(report['speed'], 's')}")
 
 

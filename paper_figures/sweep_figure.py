@@ -117,6 +117,16 @@ def _plane(ax, report, names, colours, handles) -> None:
     ax.set_ylim(y.min(), y.max())
 
 
+#: a checked point whose seeds do not decide the followed candidate: half filled in its colour
+UNDECIDED: dict[str, Any] = {
+    "marker": "o",
+    "ls": "",
+    "markersize": 7.6,
+    "fillstyle": "left",
+    "markerfacecoloralt": "white",
+    "markeredgecolor": "black",
+    "markeredgewidth": 0.8,
+}
 #: how the region where the theory's assumptions fail is drawn: hatched, so the map shows through
 ASSUMPTIONS_FAIL: dict[str, Any] = {"hatch": "////", "edgecolor": "#555555", "facecolor": "none", "linewidth": 0}
 
@@ -176,10 +186,20 @@ def _checked(ax, report, names, colours, handles, position, contour: bool = Fals
         outside = [
             position(p) for p in checked if p["checked"]["follows"] == name and p["checked"]["max_deviation"] > validity
         ]
+        undecided = [
+            position(p)
+            for p in checked
+            if p["checked"]["follows"] == name
+            and p["checked"]["max_deviation"] <= validity
+            and p["checked"].get("decided") is False
+        ]
+        inside = [xy for xy in inside if xy not in undecided]
         if inside:
             ax.scatter(
                 *zip(*inside), s=46, color=colours[name], edgecolor="black", linewidth=0.8, zorder=4, clip_on=False
             )
+        if undecided:
+            ax.plot(*zip(*undecided), **UNDECIDED, markerfacecolor=colours[name], zorder=4, clip_on=False)
         if outside:
             ax.scatter(
                 *zip(*outside), s=46, facecolor="white", edgecolor=colours[name], linewidth=1.6, zorder=4, clip_on=False
@@ -206,6 +226,16 @@ def _checked(ax, report, names, colours, handles, position, contour: bool = Fals
             label=f"deviation > {validity:g} of the initial loss",
         )
     )
+    if any(p["checked"].get("decided") is False for p in checked):
+        handles.append(
+            Line2D(
+                [],
+                [],
+                **UNDECIDED,
+                markerfacecolor="#777777",
+                label="half filled: the seeds do not decide what it follows",
+            )
+        )
     none = [position(p) for p in checked if p["checked"]["follows"] is None]
     if none:
         ax.scatter(*zip(*none), s=46, marker="x", color="black", zorder=4, clip_on=False)

@@ -74,6 +74,7 @@ def test_limits_table_gives_the_numbers_of_the_code():
             "`learning_rate`, `init_scale`",
             f"{_readme_number(limits.MAX_LEARNING_RATE)}, {_readme_number(limits.MAX_INIT_SCALE)}",
         ),
+        ("`gdln zero-shot --domains`", f"{limits.MAX_DATA_ENTRIES} entries"),
         ("a training run", f"<= {_readme_number(limits.MAX_LOSS_VALUES)} recorded losses"),
         ("a training run", f"seeds x weights <= {_readme_number(limits.MAX_WEIGHTS)}"),
         ("a training run", f"hidden units <= {_readme_number(limits.MAX_ACTIVATIONS)}"),

@@ -176,3 +176,18 @@ def test_the_phase_diagram_hatches_where_the_theory_s_assumptions_fail_and_keys_
     assert any(any(getattr(c, "hatches", None) or []) for c in ax.collections)  # the hatched region itself
     assert assumption_keys(sweep_figure(_phase_report(fails_above=None))) == []
     _labelled(fig)
+
+
+def test_the_phase_diagram_half_fills_checked_points_the_seeds_do_not_decide():
+    from gdln.figures.sweep_figure import sweep_figure
+
+    report = _phase_report(fails_above=None)
+    for k, point in enumerate(report["points"][:4]):
+        point["checked"] = {"follows": point["winner"], "max_deviation": 0.01, "decided": k % 2 == 0}
+    report["agreement"]["checked"] = 4
+    fig = sweep_figure(report)
+    (ax,) = fig.axes
+    half = [line for line in ax.get_lines() if line.get_fillstyle() == "left"]
+    assert sum(len(line.get_xdata()) for line in half) == 2  # the two undecided points
+    (legend,) = fig.legends
+    assert any("do not decide" in text.get_text() for text in legend.get_texts())

@@ -435,3 +435,52 @@ def test_agreement_where_the_assumptions_hold_counts_those_points():
         (2, True, False),
         (3, False, True),
     ]
+
+
+def test_seed_standard_error_against_two_seeds_by_hand():
+    """Two seeds ``a, b``: the standard error of their mean is ``|a - b| / 2`` at each sample;
+    one seed has none, and identical seeds have zero."""
+    from gdln.verify.reports import seed_standard_error
+
+    a = np.array([2.0, 1.5, 0.4, 0.1])
+    b = np.array([2.0, 1.1, 0.3, 0.1])
+    assert seed_standard_error(np.stack([a, b])) == pytest.approx(np.max(np.abs(a - b) / 2) / 2.0, rel=1e-12)
+    assert seed_standard_error(a[None]) is None
+    assert seed_standard_error(np.stack([a, a, a])) == pytest.approx(0.0, abs=1e-15)
+
+
+def test_follow_resolution_holds_the_lead_to_two_standard_errors():
+    from gdln.verify.reports import DECIDED_STANDARD_ERRORS, follow_resolution
+
+    losses = np.array([[1.0, 0.6, 0.2], [1.0, 0.4, 0.2]])  # standard error 0.1 of the initial loss
+    networks = [
+        {"name": "a", "max_deviation": 0.05, "from_alignment": False},
+        {"name": "b", "max_deviation": 0.30, "from_alignment": False},
+        {"name": "aligned", "max_deviation": 0.01, "from_alignment": True},  # never a rival
+    ]
+    found = follow_resolution(networks, "a", losses)
+    assert found["seed_error"] == pytest.approx(0.1)
+    assert found["lead"] == pytest.approx(0.25)
+    assert found["lead_needed"] == pytest.approx(DECIDED_STANDARD_ERRORS * 0.1)
+    assert found["decided"] is True
+    networks[1]["max_deviation"] = 0.2  # lead 0.15 < 0.2
+    assert follow_resolution(networks, "a", losses)["decided"] is False
+    assert follow_resolution(networks, "a", losses[:1])["decided"] is None
+    assert follow_resolution(networks[:1], "a", losses)["decided"] is None  # no rival
+
+
+def test_sweep_seeds_flag_and_each_check_s_resolution(capsys):
+    """``--seeds`` sets the seeds of the phase and the checks; each checked point's lead is the
+    runner-up's deviation less the followed one's, held to two standard errors of the seeds."""
+    argv = ["sweep", str(XOR_SPEC), "--grid", "Delta=0.5:3:3", "--grid", "init_scale=1e-4:1e-3:2:log"]
+    assert main([*argv, "--seeds", "2", "--check", "3", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert all(len(p["assumptions"]["phase_epochs"]) == 2 for p in report["points"])
+    checked = [p["checked"] for p in report["points"] if p["checked"]]
+    assert len(checked) == 3 and all(c["seeds"] == 2 for c in checked)
+    for c in checked:
+        rival = min(v for k, v in c["deviations"].items() if k != c["follows"])
+        assert c["lead"] == pytest.approx(rival - c["max_deviation"], abs=1e-15)
+        assert c["decided"] is (c["lead"] >= c["lead_needed"])
+    decided = report["agreement"]["decided"]
+    assert decided["checked"] == sum(c["decided"] for c in checked)

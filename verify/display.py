@@ -58,9 +58,22 @@ class VerifyReport(dict):
             ("t_half_predicted", "t_half predicted"),
             ("t_half_relu", "t_half ReLU"),
         ]
-        return f"**the ReLU network follows: {_cell(self.get('follows'))}**\n\n" + markdown_table(
+        said = resolution_text(self.get("resolution"))
+        said = f"; {said}" if said else ""
+        return f"**the ReLU network follows: {_cell(self.get('follows'))}**{said}\n\n" + markdown_table(
             self["networks"], columns
         )
+
+
+def resolution_text(resolution: dict | None) -> str:
+    """Whether the seeds decide the followed candidate (``verify.reports.follow_resolution``), in
+    words; empty where that is unknown (one seed, or no rival)."""
+    if not resolution or resolution.get("decided") is None:
+        return ""
+    lead, needed = 100 * resolution["lead"], 100 * resolution["lead_needed"]
+    if resolution["decided"]:
+        return f"decided by the seeds: it leads the runner-up by {lead:.2f}% of the initial loss (2 standard errors of their mean: {needed:.2f}%)"
+    return f"not decided by these seeds: it leads the runner-up by {lead:.2f}% of the initial loss, under 2 standard errors of their mean ({needed:.2f}%)"
 
 
 class UniqueReport(dict):
@@ -136,7 +149,21 @@ class SweepReport(dict):
                 ("within", "where the theory's assumptions hold: points, followed winners"),
                 ("assumed", "disagreements where the assumptions fail"),
             ]
-        return markdown_table([row], columns)
+        decided = agreement.get("decided")
+        if decided is not None:
+            share = decided["checked"] or 1
+            row["decided"] = (
+                f"{decided['checked']}: {decided['aligned_agree']} ({decided['aligned_agree'] / share:.0%}) aligned,"
+                f" {decided['agree']} ({decided['agree'] / share:.0%}) width"
+            )
+            row["undecided"] = f"{sum(d['decided'] is False for d in disagree)} of {len(disagree)}"
+            columns += [
+                ("decided", "where the seeds decide which is followed: points, followed winners"),
+                ("undecided", "disagreements the seeds do not decide"),
+            ]
+        # one row per measure: the table stays narrow however many measures there are
+        rows = [{"measure": label, "value": row[key]} for key, label in columns]
+        return markdown_table(rows, [("measure", "checked by training"), ("value", "result")])
 
     def _boundaries(self) -> str:
         """Along the first axis, between which values each race's winner changes; one row per
@@ -189,6 +216,7 @@ class SweepReport(dict):
                 "follows": point["checked"]["follows"],
                 "max_deviation": point["checked"]["max_deviation"],
                 "assumptions": _assumptions_cell(point.get("assumptions")),
+                "decided": _decided_cell(point["checked"]),
             }
             for point in checked
         ]
@@ -199,8 +227,17 @@ class SweepReport(dict):
             ("follows", "trained network follows"),
             ("max_deviation", "max deviation (of the initial loss)"),
             ("assumptions", "theory's assumptions"),
+            ("decided", "seeds decide (lead against 2 standard errors)"),
         ]
         return markdown_table(rows, columns)
+
+
+def _decided_cell(checked: dict) -> str:
+    """Whether the seeds decide the followed candidate, with the lead and the bar it is held to."""
+    if checked.get("decided") is None:
+        return "unknown"
+    relation = "≥" if checked["decided"] else "<"
+    return f"{'yes' if checked['decided'] else 'no'}: {checked['lead']:.3g} {relation} {checked['lead_needed']:.3g}"
 
 
 def _assumptions_cell(assumptions: dict | None) -> str:

@@ -732,6 +732,40 @@ def check_prediction_models(task: Task, initial_conditions: str, time_model: str
     return time_model
 
 
+#: training decides which candidate it follows when the followed one's largest deviation beats
+#: the runner-up's by at least this many standard errors of the seeds' mean loss (about 95%
+#: confidence for a normal spread); closer than that, other seeds could reverse the order
+DECIDED_STANDARD_ERRORS = 2.0
+
+
+def seed_standard_error(losses) -> float | None:
+    """The largest standard error of the seeds' mean loss over the samples, ``(seeds, samples)``,
+    as a fraction of the mean initial loss; ``None`` with fewer than two seeds."""
+    losses = np.asarray(losses, dtype=float)
+    if losses.shape[0] < 2:
+        return None
+    error = np.std(losses, axis=0, ddof=1) / np.sqrt(losses.shape[0])
+    return float(np.max(error) / np.mean(losses[:, 0]))
+
+
+def follow_resolution(networks: list[dict], follows: str | None, losses) -> dict[str, Any]:
+    """Whether the seeds decide the followed candidate (:func:`followed_candidate`): its lead in
+    largest deviation over the runner-up (``lead``, a fraction of the initial loss), the seeds'
+    standard error (:func:`seed_standard_error`), the lead needed (:data:`DECIDED_STANDARD_ERRORS`
+    of them), and ``decided``, whether the lead reaches it (``None`` where either is unknown)."""
+    error = seed_standard_error(losses)
+    others = sorted(
+        n["max_deviation"]
+        for n in networks
+        if n["name"] != follows and not n["from_alignment"] and math.isfinite(n["max_deviation"])
+    )
+    ours = next((n["max_deviation"] for n in networks if n["name"] == follows), None)
+    lead = others[0] - ours if follows is not None and ours is not None and others else None
+    needed = None if error is None else DECIDED_STANDARD_ERRORS * error
+    decided = None if lead is None or needed is None else bool(lead >= needed)
+    return {"lead": lead, "seed_error": error, "lead_needed": needed, "decided": decided}
+
+
 def followed_candidate(networks: list[dict]) -> tuple[str | None, list[str]]:
     """Verify's rule: the candidate the ReLU network follows is the one with the smallest largest
     deviation (to 4 decimals of the initial loss), then the smallest mean deviation; candidates
@@ -844,6 +878,7 @@ def verify_report(
             "initial_conditions": initial_conditions,
             "time_model": time_model,
             "follows": follows,
+            "resolution": follow_resolution(networks, follows, np.asarray(run.losses)[:, ::stride]),
             "networks": networks,
         }
     )

@@ -55,6 +55,7 @@ from .reports import (
     candidate_predictions,
     deviations,
     finite_crossings,
+    follow_resolution,
     followed_candidate,
     predicted_relu_curves,
     race_order,
@@ -324,11 +325,14 @@ def _assumptions(phase_epochs: np.ndarray, stable: bool, aligned_available: bool
 
 
 def _agreement(points: list[dict], near_boundary: set[int]) -> dict[str, Any]:
-    """How often the trained networks follow each race's winner, over all checked points and over
-    those where the theory's assumptions hold; and each disagreement, placed against the aligned
-    boundary (``near_boundary``: flat indices), the validity contour and the assumptions."""
+    """How often the trained networks follow each race's winner: over all checked points, over
+    those where the theory's assumptions hold, and over those where the seeds decide which
+    candidate is followed (:func:`verify.reports.follow_resolution`); and each disagreement,
+    placed against the aligned boundary (``near_boundary``: flat indices), the validity contour,
+    the assumptions and the seeds' resolution."""
     checked = [p for p in points if p["checked"] is not None and p["checked"]["follows"] is not None]
     within = [p for p in checked if p["assumptions"]["hold"]]
+    decided = [p for p in checked if p["checked"].get("decided")]
 
     def counts(group: list[dict]) -> dict[str, int]:
         return {
@@ -353,10 +357,12 @@ def _agreement(points: list[dict], near_boundary: set[int]) -> dict[str, Any]:
                 "next_to_aligned_boundary": i in near_boundary,
                 "outside_validity": points[i]["checked"]["max_deviation"] > VALIDITY,
                 "outside_assumptions": not points[i]["assumptions"]["hold"],
+                "decided": points[i]["checked"].get("decided"),
             }
             for i in disagree
         ],
         "within_assumptions": counts(within),
+        "decided": counts(decided),
     }
 
 
@@ -710,6 +716,7 @@ def _check(groups, task: Task, grid: _Grid, chosen: np.ndarray, points: list[dic
             "max_deviation": deviation,
             "deviations": {n["name"]: n["max_deviation"] for n in networks},
             "seeds": task.training.seeds,
+            **follow_resolution(networks, follows, point.losses),
         }
     runs = len(trained) * task.training.seeds
     return seconds, (seconds / runs if runs else None)

@@ -17,7 +17,7 @@ from ._common import (
 def cmd_sweep(args):
     from gdln.verify.sweep import parse_axis, sweep_report
 
-    task = _load(args)
+    task = _load(args).with_training(seeds=args.seeds)
     axes = [parse_axis(text, task) for text in args.grid]
     if args.check < 0:
         raise SpecError("--check", str(args.check), "must be 0 or a positive number of points")
@@ -72,6 +72,13 @@ def _render_sweep(report):
                 f"  of the {within['checked']} checked points where the theory's assumptions hold: the width-seeded"
                 f" winner is followed at {within['agree']}, the alignment-seeded winner at {within['aligned_agree']}"
             )
+        decided = agreement.get("decided")
+        if decided is not None and decided["checked"] < checked:
+            print(
+                f"  of the {decided['checked']} checked points where the seeds decide which candidate is followed (its"
+                " lead at least 2 standard errors of their mean loss): the width-seeded winner is followed at"
+                f" {decided['agree']}, the alignment-seeded winner at {decided['aligned_agree']}"
+            )
     failing = [p["assumptions"] for p in points if p["assumptions"] is not None and not p["assumptions"]["hold"]]
     if failing:
         fraction = report["assumptions"]["output_fraction"]
@@ -105,5 +112,11 @@ def add_parser(sub) -> None:
         help="an axis: a spec parameter or init_scale, learning_rate, hidden_units (once or twice)",
     )
     p.add_argument("--check", type=int, default=0, metavar="N", help="train ReLU networks at N grid points (default 0)")
+    p.add_argument(
+        "--seeds",
+        type=int,
+        help="ReLU seeds for the alignment-seeded race and the checks (default: the spec's); more seeds"
+        " decide which candidate is followed closer to the boundary",
+    )
     p.add_argument("--plot", metavar="FILE.png", help="write the phase diagram")
     p.set_defaults(run=cmd_sweep)

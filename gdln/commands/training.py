@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from gdln.verify.display import resolution_text
 from gdln.verify.files import check_writable
 
 from ._common import (
@@ -44,6 +45,9 @@ def _render_verify(report):
         "seeds), in % of the initial loss; t_half: epochs until the loss falls to half its initial value"
     )
     print(f"the ReLU network follows: {report['follows']} (among the spec's networks)")
+    said = resolution_text(report.get("resolution"))
+    if said:
+        print(f"  {said}")
     census = report.get("census")
     if census:
         shares = ", ".join(f"{k} {v:.2f}" for k, v in sorted(census["fractions"].items(), key=lambda kv: -kv[1]))

@@ -108,7 +108,7 @@ def _plane(ax, report, names, colours, handles) -> None:
         colours,
         handles,
         lambda p: (p["values"][x_axis["name"]], p["values"][y_axis["name"]]),
-        contour=True,
+        plane=(x_axis, y_axis),
     )
     ax.set_ylabel(_label(y_axis["name"]))
     if y_axis["log"]:
@@ -151,32 +151,61 @@ def _assumptions_fail(ax, report, x, y, shape, handles) -> None:
     handles.append(Patch(**ASSUMPTIONS_FAIL, label="theory's assumptions fail:\n" + "; ".join(reasons)))
 
 
-def _checked(ax, report, names, colours, handles, position, contour: bool = False) -> None:
+#: the validity contour: where the interpolated deviation of the trained points passes the limit
+VALIDITY_LINE: dict[str, Any] = {"colors": "#aa3377", "linewidths": 1.4, "zorder": 3}
+
+
+def _validity_contour(ax, plane, positions, deviations, validity) -> bool:
+    """The contour of the checked points' deviation at ``validity``, interpolated linearly over a
+    triangulation of the points in the plot's own coordinates (a log axis as its logarithm, each
+    axis scaled to its range, so that triangles are not stretched by units), evaluated on the
+    sweep's grid. Returns whether a contour could be drawn (points on a line cannot be triangulated)."""
+    from matplotlib.tri import LinearTriInterpolator, Triangulation
+
+    def scaled(values, axis):
+        values = np.log10(values) if axis["log"] else np.asarray(values, dtype=float)
+        ends = np.log10(axis["values"]) if axis["log"] else np.asarray(axis["values"], dtype=float)
+        span = ends.max() - ends.min()
+        return (values - ends.min()) / (span if span > 0 else 1.0)
+
+    x_axis, y_axis = plane
+    xs, ys = (np.array(c, dtype=float) for c in zip(*positions))
+    try:
+        triangles = Triangulation(scaled(xs, x_axis), scaled(ys, y_axis))
+        interpolate = LinearTriInterpolator(triangles, np.asarray(deviations, dtype=float))
+    except (ValueError, RuntimeError):
+        return False
+    gx, gy = np.meshgrid(scaled(x_axis["values"], x_axis), scaled(y_axis["values"], y_axis), indexing="ij")
+    field = interpolate(gx, gy)
+    if np.ma.count(field) == 0 or not (field.min() < validity < field.max()):
+        return False
+    ax.contour(x_axis["values"], y_axis["values"], field.T, levels=[validity], **VALIDITY_LINE)
+    return True
+
+
+def _checked(ax, report, names, colours, handles, position, plane=None) -> None:
     checked = [p for p in report["points"] if p["checked"] is not None]
     if not checked:
         return
     validity = report["validity"]
     deviations = [p["checked"]["max_deviation"] for p in checked]
     if (
-        contour
+        plane is not None
         and len(checked) >= 4
         and all(d is not None for d in deviations)
         and min(deviations) < validity < max(deviations)
     ):
-        xs, ys = zip(*(position(p) for p in checked))
-        try:
-            ax.tricontour(xs, ys, deviations, levels=[validity], colors="#aa3377", linewidths=1.4, zorder=3)
+        drawn = _validity_contour(ax, plane, [position(p) for p in checked], deviations, validity)
+        if drawn:
             handles.append(
                 Line2D(
                     [],
                     [],
-                    color="#aa3377",
-                    lw=1.4,
-                    label=f"trained points: deviation {validity:g} of the initial loss",
+                    color=VALIDITY_LINE["colors"],
+                    lw=VALIDITY_LINE["linewidths"],
+                    label=f"deviation {validity:g} of the initial loss (interpolated between trained points)",
                 )
             )
-        except (ValueError, RuntimeError):  # points on a line: no triangulation
-            pass
     for name in names:
         inside = [
             position(p)

@@ -87,6 +87,38 @@ def test_check_points_reach_the_boundary():
     assert len(near) >= 3
 
 
+def _covering_radius(chosen, shape) -> float:
+    """The largest distance from a grid point to its nearest chosen point, in index units."""
+    every = np.stack(np.unravel_index(np.arange(np.prod(shape)), shape), axis=1)
+    points = np.stack(np.unravel_index(np.asarray(chosen), shape), axis=1)
+    return float(np.sqrt(((every[:, None, :] - points[None]) ** 2).sum(-1)).min(axis=1).max())
+
+
+@pytest.mark.parametrize(("count", "lattice"), [(16, (4, 4)), (32, (4, 8))])
+def test_spread_points_cover_the_plane(count, lattice):
+    """Farthest-point sampling leaves no grid point farther from a chosen one than twice the
+    covering radius of a regular lattice of as many points (its guarantee against the best
+    placement, which is no worse than the lattice); points evenly spaced in flat index lie on
+    diagonals and miss that at 32 points (radius 27.8 against 17.9). None is taken twice, none
+    where it may not be, and none next to the points already taken."""
+    from gdln.verify.sweep import _spread_points
+
+    shape = (64, 64)
+    free = np.ones(64 * 64, dtype=bool)
+    free[:64] = False  # the first row of the first axis may not be chosen
+    chosen = _spread_points(shape, count, free, np.zeros(0, dtype=int))
+    assert len(set(chosen.tolist())) == count and free[chosen].all()
+    rows, columns = 64 / np.array(lattice)[:, None] * (np.arange(max(lattice)) + 0.5)
+    centres = [(r, c) for r in rows[: lattice[0]] for c in columns[: lattice[1]]]
+    every = np.stack(np.unravel_index(np.arange(4096), shape), axis=1)
+    lattice_radius = np.sqrt(((every[:, None, :] - np.array(centres)[None]) ** 2).sum(-1)).min(axis=1).max()
+    assert _covering_radius(chosen, shape) <= 2 * lattice_radius
+    taken = np.ravel_multi_index((np.arange(64), np.full(64, 30)), shape)  # a boundary down column 30
+    free[taken] = False
+    away = _spread_points(shape, 4, free, taken)
+    assert np.min(np.abs(np.unravel_index(away, shape)[1] - 30)) >= 16
+
+
 @pytest.mark.slow
 def test_aligned_race_and_check_are_verify_at_the_point(xor):
     """At a checked point the sweep's alignment-seeded t_half is verify's predicted t_half, and the

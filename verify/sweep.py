@@ -406,7 +406,7 @@ def _boundary_points(labels: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
 
 def check_points(labels: np.ndarray, shape: tuple[int, ...], count: int, usable: np.ndarray) -> np.ndarray:
     """``count`` grid points to train at: half next to the boundary of ``labels`` (evenly along
-    it), the rest spread evenly over the grid; deterministic."""
+    it), the rest spread over the grid away from them (:func:`_spread_points`); deterministic."""
     if count <= 0:
         return np.zeros(0, dtype=int)
     boundary = np.array([i for i in _boundary_points(labels, shape) if usable[i]], dtype=int)
@@ -415,13 +415,42 @@ def check_points(labels: np.ndarray, shape: tuple[int, ...], count: int, usable:
         if len(boundary)
         else np.zeros(0, dtype=int)
     )
-    rest = np.array([i for i in np.flatnonzero(usable) if i not in set(near)], dtype=int)
-    spread = (
-        rest[np.unique(np.linspace(0, len(rest) - 1, min(len(rest), count - len(near))).round().astype(int))]
-        if len(rest)
-        else np.zeros(0, dtype=int)
-    )
+    free = usable.copy()
+    free[near] = False
+    spread = _spread_points(shape, count - len(near), free, near)
     return np.sort(np.concatenate([near, spread]).astype(int))
+
+
+def _spread_points(shape: tuple[int, ...], count: int, free: np.ndarray, taken: np.ndarray) -> np.ndarray:
+    """``count`` of the ``free`` grid points spread over the grid by farthest-point sampling: each
+    next point is the free one farthest from every point already ``taken`` or chosen (distances
+    in index units scaled to the axes' lengths; ties to the lowest index). Points evenly spaced
+    in flat index would lie on a few diagonals for some counts; these leave no large region of
+    the grid without a point."""
+    candidates = np.flatnonzero(free)
+    count = min(count, len(candidates))
+    if count <= 0:
+        return np.zeros(0, dtype=int)
+    spans = np.maximum(np.array(shape, dtype=float) - 1, 1.0)
+
+    def place(indices):
+        return np.stack(np.unravel_index(np.asarray(indices, dtype=int), shape), axis=1) / spans
+
+    where = place(candidates)
+    # squared distance of each candidate to the nearest point kept so far; with nothing taken yet
+    # all are infinitely far and the first free point comes first
+    nearest = (
+        np.min(np.sum((where[:, None, :] - place(taken)[None]) ** 2, axis=2), axis=1)
+        if len(taken)
+        else np.full(len(candidates), np.inf)
+    )
+    chosen = []
+    for _ in range(count):
+        best = int(np.argmax(nearest))
+        chosen.append(candidates[best])
+        nearest = np.minimum(nearest, np.sum((where - where[best]) ** 2, axis=1))
+        nearest[best] = -1.0
+    return np.array(chosen, dtype=int)
 
 
 def _crossover_curves(models: TaskPredictions, axes: Sequence[Axis], overrides) -> list[dict]:

@@ -153,36 +153,98 @@ def run_phase(w1, w2, inputs, targets, learning_rate, threshold, horizon: int, s
     the horizon has passed. Returns, as numpy arrays ``(runs, members, ...)``: each member's
     weights at its end (at the horizon for one that never ends), whether it ended within the
     horizon and the epoch it did (the horizon otherwise), and its loss before every
-    ``stride``-th epoch (``0, stride, 2 stride, ...``)."""
+    ``stride``-th epoch (``0, stride, 2 stride, ...``).
+
+    Runs go in chunks of epochs, and a run whose members have all ended leaves the batch
+    (:func:`_batch_size`): phases that differ a hundredfold in length (a sweep over learning
+    rates) no longer all run as long as the longest. A run that has left stands still, so its
+    output, and the three numbers of it recorded per epoch, stay as they were at its last epoch."""
     runs = w1.shape[0]
     factors = jnp.ones((runs, 1)) if factors is None else jnp.asarray(factors, jnp.float64)
     members = factors.shape[1]
-    done = jnp.zeros((runs, members), dtype=bool)
-    w1_end = jnp.zeros((runs, members, *w1.shape[1:]))
-    w2_end = jnp.zeros((runs, members, *w2.shape[1:]))
+    per_run = [jnp.asarray(x) for x in (inputs, targets, learning_rate, threshold, factors)]
+    # the state of the runs in the batch stays on the device; a run's rows come back once, when it leaves
+    current = [
+        jnp.asarray(w1),
+        jnp.asarray(w2),
+        jnp.zeros((runs, members), dtype=bool),
+        jnp.zeros((runs, members, *w1.shape[1:])),
+        jnp.zeros((runs, members, *w2.shape[1:])),
+    ]
+    state = [np.empty(x.shape, dtype=x.dtype) for x in current]
     chunk = -(-_CHUNK // stride) * stride  # whole strides per chunk, so the kept epochs line up
-    summaries = []
-    run = 0
+    summaries: list[np.ndarray] = []  # per chunk, (runs, 3, chunk)
+    batch_runs = np.arange(runs)  # the run in each row of the batch (padding repeats live runs)
+    live = np.ones(runs, dtype=bool)  # rows whose run still moves (a run's first row only)
+    batch_data = per_run
+    first = 0
     while True:
-        w1, w2, done, w1_end, w2_end, chunk_summary = _advance(
-            w1, w2, done, w1_end, w2_end, inputs, targets, learning_rate, threshold, factors, run, int(horizon), chunk
-        )
-        summaries.append(np.asarray(chunk_summary))
-        run += chunk
-        if bool(jnp.all(done)) or run > horizon:
+        moved = _advance(*current, *batch_data, first, int(horizon), chunk)
+        current = list(moved[:5])
+        rows = np.flatnonzero(live)
+        summary = np.empty((runs, 3, chunk))
+        summary[:] = summaries[-1][:, :, -1:] if summaries else 0.0  # runs that left stand still
+        summary[batch_runs[rows]] = np.asarray(moved[5])[rows]
+        summaries.append(summary)
+        first += chunk
+        over = first > horizon
+        live[rows if over else rows[np.asarray(current[2])[rows].all(axis=1)]] = False
+        if over or not live.any():
             break
+        size = _batch_size(int(live.sum()), len(batch_runs))
+        if size < len(batch_runs):
+            _keep_rows(state, current, batch_runs, ~live)  # the runs that have left, before the batch drops them
+            keep = np.resize(np.flatnonzero(live), size)
+            current, batch_data = _take(current, keep, per_run, batch_runs[keep])
+            batch_runs = batch_runs[keep]
+            live = np.arange(size) < int(live.sum())
+    _keep_rows(state, current, batch_runs, np.ones(len(batch_runs), dtype=bool))
+    w1, w2, _, w1_end, w2_end = state
     cross, square, norm = np.concatenate(summaries, axis=-1).transpose(1, 0, 2)
     squares = np.asarray(factors) ** 2
     ended, epochs = _member_ends(norm[:, : horizon + 1], squares, np.asarray(threshold))
-    slots = jnp.asarray(_member_slots(ended, epochs))
-    w1_end = jnp.take_along_axis(w1_end, slots[..., None, None], axis=1)
-    w2_end = jnp.take_along_axis(w2_end, slots[..., None, None], axis=1)
+    slots = _member_slots(ended, epochs)
+    w1_end = np.take_along_axis(w1_end, slots[..., None, None], axis=1)
+    w2_end = np.take_along_axis(w2_end, slots[..., None, None], axis=1)
     # a member that never ended stands where its run stopped, at the horizon
-    stopped = jnp.asarray(ended)[..., None, None]
-    w1_end = factors[..., None, None] * jnp.where(stopped, w1_end, w1[:, None])
-    w2_end = factors[..., None, None] * jnp.where(stopped, w2_end, w2[:, None])
+    stopped = ended[..., None, None]
+    scale = np.asarray(factors)[..., None, None]
+    w1_end = scale * np.where(stopped, w1_end, w1[:, None])
+    w2_end = scale * np.where(stopped, w2_end, w2[:, None])
     losses = _member_losses(np.asarray(targets), cross[:, ::stride], square[:, ::stride], squares)
-    return np.asarray(w1_end), np.asarray(w2_end), ended, epochs, losses
+    return w1_end, w2_end, ended, epochs, losses
+
+
+def _keep_rows(state: list[np.ndarray], current, batch_runs: np.ndarray, rows: np.ndarray) -> None:
+    """Copy the batch's ``rows`` (a mask) of every state array into the runs' full arrays, indexed
+    on the host (a device gather of each new count of rows would compile anew); a row that pads
+    the batch holds the same as its run's first row."""
+    for full, batch_rows in zip(state, current):
+        full[batch_runs[rows]] = np.asarray(batch_rows)[rows]
+
+
+@jax.jit
+def _take(state, keep, data, runs):
+    """The batch's state rows ``keep`` and the data of ``runs``, in one program per batch size
+    (indexing each array alone compiles a gather per array and size)."""
+    return [x[keep] for x in state], [x[runs] for x in data]
+
+
+#: the batch of runs never shrinks below this many: a smaller one saves little arithmetic, and
+#: each new size is one more program to compile (or read back from the cache) per process
+_SMALLEST_BATCH = 64
+
+
+def _batch_size(alive: int, size: int) -> int:
+    """Runs per chunk when ``alive`` runs are still moving in a batch of ``size``: the same size
+    until the live runs fill at most a quarter of it, then halved for as long as they fit in half
+    (never below :data:`_SMALLEST_BATCH`). A batch that only loses a few runs keeps its compiled
+    program; one that loses most of them moves to a smaller one."""
+    if alive > size // 4:
+        return size
+    while alive <= size // 2 and size // 2 >= _SMALLEST_BATCH:
+        size //= 2
+    return size
 
 
 def _member_ends(norm: np.ndarray, squares: np.ndarray, threshold: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

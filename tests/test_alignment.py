@@ -279,3 +279,42 @@ def test_member_ends_are_the_first_epoch_each_output_reaches_the_threshold():
         flags = np.logical_or.accumulate(squares[:, :, None] * norm[:, None, :] >= threshold[:, None, None], axis=-1)
         assert (ended == flags.any(axis=-1)).all()
         assert (found == np.where(flags.any(axis=-1), flags.argmax(axis=-1), epochs - 1)).all()
+
+
+def test_runs_that_leave_the_batch_end_as_each_run_alone(monkeypatch):
+    """Runs whose phases differ a hundredfold in length (steps from 0.002 to 0.2) leave the batch
+    as they end, and the batch shrinks: every run's ends are exactly those of the run alone,
+    members included, and its end weights and losses agree to 1e-12."""
+    import gdln.numeric.alignment as alignment
+
+    monkeypatch.setattr(alignment, "_SMALLEST_BATCH", 1)
+    sizes: list[tuple[int, int]] = []  # (batch size, live runs) at each shrink
+    take = alignment._take
+
+    def watched(state, keep, data, runs):
+        sizes.append((len(keep), len(set(runs.tolist()))))
+        return take(state, keep, data, runs)
+
+    monkeypatch.setattr(alignment, "_take", watched)
+    x = np.array([[1.0, 1.0, 0.9], [1.0, -1.0, -0.9], [-1.0, 1.0, -0.9], [-1.0, -1.0, 0.9]])
+    y = np.array([[1.0], [-1.0], [-1.0], [1.0]])
+    runs = 16
+    w1, w2 = (np.asarray(w) for w in initial_relu_weights(16, 3, 1, 1e-3, range(runs)))
+    rates = np.geomspace(0.002, 0.2, runs)
+    inputs, targets = np.repeat(x[None], runs, axis=0), np.repeat(y[None], runs, axis=0)
+    threshold = np.full(runs, OUTPUT_FRACTION * np.sqrt(np.sum(y**2)))
+    factors = np.array([[1.0, 3.0]] * runs)
+    together = alignment.run_phase(w1, w2, inputs, targets, rates, threshold, 20_000, 10, factors)
+    assert together[3].max() > 10 * together[3].min()  # the phases differ in length
+    assert sizes and sizes[-1][0] < runs, sizes  # the batch shrank
+    for k in range(runs):
+        alone = alignment.run_phase(
+            w1[k : k + 1], w2[k : k + 1], x[None], y[None], rates[k : k + 1], threshold[:1], 20_000, 10, factors[:1]
+        )
+        width = alone[4].shape[-1]
+        # ends exactly; weights and losses to the last bits, which a batch of other size may round differently
+        for mine, theirs in zip(together[2:4], alone[2:4]):
+            np.testing.assert_array_equal(mine[k], theirs[0])
+        for mine, theirs in zip(together[:2], alone[:2]):
+            np.testing.assert_allclose(mine[k], theirs[0], rtol=1e-12, atol=1e-300)
+        np.testing.assert_allclose(together[4][k, :, :width], alone[4][0], rtol=1e-12, atol=0)

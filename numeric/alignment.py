@@ -160,16 +160,17 @@ def run_phase(w1, w2, inputs, targets, learning_rate, threshold, horizon: int, s
     rates) no longer all run as long as the longest. A run that has left stands still, so its
     output, and the three numbers of it recorded per epoch, stay as they were at its last epoch."""
     runs = w1.shape[0]
-    factors = jnp.ones((runs, 1)) if factors is None else jnp.asarray(factors, jnp.float64)
+    factors = np.ones((runs, 1)) if factors is None else np.asarray(factors, np.float64)
     members = factors.shape[1]
     per_run = [jnp.asarray(x) for x in (inputs, targets, learning_rate, threshold, factors)]
-    # the state of the runs in the batch stays on the device; a run's rows come back once, when it leaves
+    # the state of the runs in the batch stays on the device, built on the host (eager
+    # jax.numpy constructors are each a program to compile); a run's rows come back when it leaves
     current = [
         jnp.asarray(w1),
         jnp.asarray(w2),
-        jnp.zeros((runs, members), dtype=bool),
-        jnp.zeros((runs, members, *w1.shape[1:])),
-        jnp.zeros((runs, members, *w2.shape[1:])),
+        jnp.asarray(np.zeros((runs, members), dtype=bool)),
+        jnp.asarray(np.zeros((runs, members, *w1.shape[1:]))),
+        jnp.asarray(np.zeros((runs, members, *w2.shape[1:]))),
     ]
     state = [np.empty(x.shape, dtype=x.dtype) for x in current]
     chunk = -(-_CHUNK // stride) * stride  # whole strides per chunk, so the kept epochs line up

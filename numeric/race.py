@@ -36,15 +36,17 @@ SETTLED_TOLERANCE = 1e-10
 STEP_BUDGET = 200_000
 
 
-def log_mode_strength(s, d, log_a0, t, tau):
+def log_mode_strength(s, d, log_a0, t, tau, xp=jnp):
     """:func:`derive.formulas.mode_strength` with ``a0 = exp(log_a0)``, for seeds below float range.
 
     ``mode_strength = (s/d) / (1 + c e^(-x))`` with ``c = s/(d a0) - 1`` and ``x = 2 s t / tau``
-    (:func:`logistic_factors` and :func:`strength_from_factors`)."""
-    return strength_from_factors(logistic_factors(s, d, log_a0, tau), t)
+    (:func:`logistic_factors` and :func:`strength_from_factors`). ``xp`` is the array backend,
+    written once for both: ``jax.numpy`` inside compiled programs, ``numpy`` for a few host values
+    (each eager ``jax.numpy`` operation is a program of its own to compile)."""
+    return strength_from_factors(logistic_factors(s, d, log_a0, tau, xp), t, xp)
 
 
-def logistic_factors(s, d, log_a0, tau):
+def logistic_factors(s, d, log_a0, tau, xp=jnp):
     """What a mode's logistic needs of its parameters, once for every ``t``: ``(s/d, sign of c,
     log |c|, 2 s / tau)``.
 
@@ -53,20 +55,20 @@ def logistic_factors(s, d, log_a0, tau):
     1e-308. For ``r <= 0`` (``a0 >= s/d``), ``c`` lies in ``(-1, 0]`` and ``log |c| =
     log(-expm1(r))`` (``-inf`` at ``c = 0``)."""
     ratio = s / d
-    r = jnp.log(ratio) - log_a0
+    r = xp.log(ratio) - log_a0
     positive = r > 0
-    safe = jnp.where(positive, r, 1.0)
-    log_grows = safe + jnp.log(-jnp.expm1(-safe))
-    log_shrinks = jnp.log(-jnp.expm1(jnp.where(positive, -1.0, r)))
-    return ratio, jnp.where(positive, 1.0, -1.0), jnp.where(positive, log_grows, log_shrinks), 2 * s / tau
+    safe = xp.where(positive, r, 1.0)
+    log_grows = safe + xp.log(-xp.expm1(-safe))
+    log_shrinks = xp.log(-xp.expm1(xp.where(positive, -1.0, r)))
+    return ratio, xp.where(positive, 1.0, -1.0), xp.where(positive, log_grows, log_shrinks), 2 * s / tau
 
 
-def strength_from_factors(factors, t):
+def strength_from_factors(factors, t, xp=jnp):
     """The logistic ``(s/d) / (1 + c e^(-2 s t / tau))`` from :func:`logistic_factors`: one
     exponential per mode and time. Where ``c e^(-x)`` overflows the strength is 0, which is ``s/d``
     times less than ``e^-709``."""
     ratio, sign, log_c, rate = factors
-    return ratio / (1 + sign * jnp.exp(log_c - rate * t))
+    return ratio / (1 + sign * xp.exp(log_c - rate * t))
 
 
 def mode_crossing_time(s, d, log_a0, tau, strength, xp=np):
@@ -358,7 +360,8 @@ class CompiledNetwork:
             a0 = s / d * 1e-3
             ts = jnp.array([0.0, 3.0 * tau / np.max(s), 5.0 * tau / np.min(s)])
             expected = np.asarray(self.strengths(ts, a0, tau, values))
-            got = np.asarray(log_mode_strength(s, d, np.log(a0), np.asarray(ts)[:, None], tau))
+            with np.errstate(over="ignore", divide="ignore"):  # inf and -inf where the device gives them too
+                got = log_mode_strength(s, d, np.log(a0), np.asarray(ts)[:, None], tau, xp=np)
             if not np.allclose(got, expected, rtol=1e-8, atol=0.0):
                 raise RuntimeError(
                     f"{self.derivation.network.name}: closed forms are not formulas.mode_strength in the (s, d) read off the derivation"

@@ -101,9 +101,9 @@ def closed_form_race(
     fractions=(0.5, 0.1),
 ) -> BatchedRace:
     """:meth:`numeric.race.CompiledNetwork.race` of a closed-form network at every point at once."""
-    values = jnp.asarray(values, jnp.float64)
     # the closed forms are checked to be the logistics in (s, d) once, at the first point
-    compiled.logistic_parameters(tuple(float(v) for v in values[0]), float(np.asarray(tau)[0]))
+    compiled.logistic_parameters(tuple(float(v) for v in np.asarray(values)[0]), float(np.asarray(tau)[0]))
+    values = jnp.asarray(values, jnp.float64)
     initial, crossings, final = _closed_form_program(compiled)(
         values,
         jnp.asarray(log_a0, jnp.float64),
@@ -152,7 +152,7 @@ def align_points(inputs, targets, w1s, w2s, learning_rates, horizon: int, stride
     everything else: :func:`numeric.alignment.run_phase`), listed run by run, members within."""
     inputs = jnp.asarray(inputs, jnp.float64)
     targets = jnp.asarray(targets, jnp.float64)
-    thresholds = OUTPUT_FRACTION * jnp.sqrt(jnp.sum(targets**2, axis=(1, 2)))
+    thresholds = OUTPUT_FRACTION * np.sqrt(np.sum(np.asarray(targets) ** 2, axis=(1, 2)))
     w1, w2, ended, epochs, losses = run_phase(
         jnp.asarray(w1s, jnp.float64),
         jnp.asarray(w2s, jnp.float64),

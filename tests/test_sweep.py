@@ -516,3 +516,42 @@ def test_sweep_seeds_flag_and_each_check_s_resolution(capsys):
         assert c["decided"] is (c["lead"] >= c["lead_needed"])
     decided = report["agreement"]["decided"]
     assert decided["checked"] == sum(c["decided"] for c in checked)
+
+
+def test_sweep_markdown_agreement_counts_each_subset():
+    """The Markdown agreement table gives, per subset, the points and how many followed each
+    winner, and counts the disagreements by where they lie (read back, not compared as text)."""
+    import re
+
+    from gdln.verify.display import SweepReport
+
+    counts = {"checked": 4, "agree": 1, "aligned_agree": 3}
+    report = SweepReport(
+        {
+            "validity": 0.05,
+            "agreement": {
+                **counts,
+                "within_assumptions": {"checked": 3, "agree": 1, "aligned_agree": 3},
+                "decided": {"checked": 2, "agree": 0, "aligned_agree": 2},
+                "disagree_points": [
+                    {
+                        "next_to_aligned_boundary": True,
+                        "outside_validity": False,
+                        "outside_assumptions": True,
+                        "decided": False,
+                    }
+                ],
+            },
+        }
+    )
+    rows = dict(line.strip("|").split("|")[:2] for line in report._agreement().splitlines()[2:])
+    rows = {k.strip(): v.strip() for k, v in rows.items()}
+    assert rows["followed each race's winner, at all checked points"].startswith("4 points:")
+    assert re.findall(r"(\d+) \(", rows["followed each race's winner, at all checked points"]) == ["3", "1"]
+    assert re.findall(r"(\d+) \(", rows["followed each race's winner, where the seeds decide which it follows"]) == [
+        "2",
+        "0",
+    ]
+    assert rows["disagreements where the assumptions fail"] == "1 of 1"
+    assert rows["disagreements the seeds do not decide"] == "1 of 1"
+    assert rows["disagreements outside validity (> 0.05)"] == "0 of 1"

@@ -118,52 +118,48 @@ class SweepReport(dict):
         return "\n\n".join(block for block in blocks if block)
 
     def _agreement(self) -> str:
+        """How often the trained networks followed each race's winner, over all checked points
+        and the subsets the report counts, and where the disagreements lie; one row per measure."""
         agreement = self["agreement"]
-        count = agreement["checked"]
-        if not count:
+        if not agreement["checked"]:
             return "no point checked by training (--check N)"
         disagree = agreement["disagree_points"]
-        row = {
-            "checked": count,
-            "aligned": f"{agreement['aligned_agree']} ({agreement['aligned_agree'] / count:.0%})",
-            "width": f"{agreement['agree']} ({agreement['agree'] / count:.0%})",
-            "near": f"{sum(d['next_to_aligned_boundary'] for d in disagree)} of {len(disagree)}",
-            "outside": f"{sum(d['outside_validity'] for d in disagree)} of {len(disagree)}",
-        }
-        columns = [
-            ("checked", "checked points"),
-            ("aligned", "followed the alignment-seeded winner"),
-            ("width", "followed the width-seeded winner"),
-            ("near", "disagreements next to the aligned boundary"),
-            ("outside", f"disagreements outside validity (> {_cell(self['validity'])})"),
+
+        def followed(counts: dict) -> str:
+            share = counts["checked"] or 1
+            return (
+                f"{counts['checked']} points: {counts['aligned_agree']} ({counts['aligned_agree'] / share:.0%})"
+                f" the alignment-seeded, {counts['agree']} ({counts['agree'] / share:.0%}) the width-seeded"
+            )
+
+        def among(key: str, value: Any = True) -> str:
+            return f"{sum(d.get(key) is value for d in disagree)} of {len(disagree)}"
+
+        rows = [
+            ("followed each race's winner, at all checked points", followed(agreement)),
+            ("disagreements next to the aligned boundary", among("next_to_aligned_boundary")),
+            (f"disagreements outside validity (> {_cell(self['validity'])})", among("outside_validity")),
         ]
-        within = agreement.get("within_assumptions")
-        if within is not None:
-            share = within["checked"] or 1
-            row["within"] = (
-                f"{within['checked']}: {within['aligned_agree']} ({within['aligned_agree'] / share:.0%}) aligned,"
-                f" {within['agree']} ({within['agree'] / share:.0%}) width"
-            )
-            row["assumed"] = f"{sum(d['outside_assumptions'] for d in disagree)} of {len(disagree)}"
-            columns += [
-                ("within", "where the theory's assumptions hold: points, followed winners"),
-                ("assumed", "disagreements where the assumptions fail"),
+        if "within_assumptions" in agreement:
+            rows += [
+                (
+                    "followed each race's winner, where the theory's assumptions hold",
+                    followed(agreement["within_assumptions"]),
+                ),
+                ("disagreements where the assumptions fail", among("outside_assumptions")),
             ]
-        decided = agreement.get("decided")
-        if decided is not None:
-            share = decided["checked"] or 1
-            row["decided"] = (
-                f"{decided['checked']}: {decided['aligned_agree']} ({decided['aligned_agree'] / share:.0%}) aligned,"
-                f" {decided['agree']} ({decided['agree'] / share:.0%}) width"
-            )
-            row["undecided"] = f"{sum(d['decided'] is False for d in disagree)} of {len(disagree)}"
-            columns += [
-                ("decided", "where the seeds decide which is followed: points, followed winners"),
-                ("undecided", "disagreements the seeds do not decide"),
+        if "decided" in agreement:
+            rows += [
+                (
+                    "followed each race's winner, where the seeds decide which it follows",
+                    followed(agreement["decided"]),
+                ),
+                ("disagreements the seeds do not decide", among("decided", False)),
             ]
-        # one row per measure: the table stays narrow however many measures there are
-        rows = [{"measure": label, "value": row[key]} for key, label in columns]
-        return markdown_table(rows, [("measure", "checked by training"), ("value", "result")])
+        return markdown_table(
+            [{"measure": measure, "value": value} for measure, value in rows],
+            [("measure", "checked by training"), ("value", "result")],
+        )
 
     def _boundaries(self) -> str:
         """Along the first axis, between which values each race's winner changes; one row per

@@ -17,7 +17,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import sympy
-from scipy.optimize import brentq
 
 from gdln.derive.cache import key_of
 from gdln.derive.derivation import TAU, TIME, NetworkDerivation
@@ -100,6 +99,14 @@ class RaceResult:
     notes: list = field(default_factory=list)
 
 
+def _brentq(function, low: float, high: float) -> float:
+    """SciPy's brentq at the race's tolerance, imported when a crossing is first solved: importing
+    ``scipy.optimize`` costs every gdln process about 0.2 s, and closed-form races never need it."""
+    from scipy.optimize import brentq
+
+    return brentq(function, low, high, xtol=1e-300, rtol=CROSSING_RTOL, maxiter=500)
+
+
 def monotone_crossing(loss_at: Callable[[float], float], level: float, scale: float, horizon: float):
     """First ``t`` in ``[0, horizon]`` with ``loss_at(t) = level``, for a loss that decreases
     monotonically from ``loss_at(0) > level``: bracketed by doubling from ``scale``, then brentq.
@@ -116,7 +123,7 @@ def monotone_crossing(loss_at: Callable[[float], float], level: float, scale: fl
         low, high = high, min(2 * high, horizon)
     if value == level:
         return high
-    return brentq(lambda t: loss_at(t) - level, low, high, xtol=1e-300, rtol=CROSSING_RTOL, maxiter=500)
+    return _brentq(lambda t: loss_at(t) - level, low, high)
 
 
 def ode_race(
@@ -182,11 +189,7 @@ def ode_race(
                 return float(loss_of_state(state[None])[0]) - level
 
             end = float(ts[i])
-            result.crossings[fraction] = (
-                end
-                if losses[i] == level
-                else brentq(excess, t_start, end, xtol=1e-300, rtol=CROSSING_RTOL, maxiter=500)
-            )
+            result.crossings[fraction] = end if losses[i] == level else _brentq(excess, t_start, end)
             pending.pop(fraction)
         if len(ts):
             t, y, loss = float(ts[-1]), ys[-1], float(losses[-1])

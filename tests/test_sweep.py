@@ -13,7 +13,8 @@ from gdln.cli import main
 from gdln.derive.spec import load_spec, task_from_dict
 from gdln.numeric.training import initial_relu_weights, train_relu, train_relu_points
 from gdln.verify.reports import race_report, verify_report
-from gdln.verify.sweep import check_points, parse_axis, sweep_report
+from gdln.verify.sweep import parse_axis, sweep_report
+from gdln.verify.sweep_checks import check_points
 
 from .conftest import ROOT, XOR_SPEC
 from .test_fuzz import FUZZ, run_cli
@@ -101,12 +102,12 @@ def test_spread_points_cover_the_plane(count, lattice):
     placement, which is no worse than the lattice); points evenly spaced in flat index lie on
     diagonals and miss that at 32 points (radius 27.8 against 17.9). None is taken twice, none
     where it may not be, and none next to the points already taken."""
-    from gdln.verify.sweep import _spread_points
+    from gdln.verify.sweep_checks import spread_points
 
     shape = (64, 64)
     free = np.ones(64 * 64, dtype=bool)
     free[:64] = False  # the first row of the first axis may not be chosen
-    chosen = _spread_points(shape, count, free, np.zeros(0, dtype=int))
+    chosen = spread_points(shape, count, free, np.zeros(0, dtype=int))
     assert len(set(chosen.tolist())) == count and free[chosen].all()
     rows, columns = 64 / np.array(lattice)[:, None] * (np.arange(max(lattice)) + 0.5)
     centres = [(r, c) for r in rows[: lattice[0]] for c in columns[: lattice[1]]]
@@ -115,7 +116,7 @@ def test_spread_points_cover_the_plane(count, lattice):
     assert _covering_radius(chosen, shape) <= 2 * lattice_radius
     taken = np.ravel_multi_index((np.arange(64), np.full(64, 30)), shape)  # a boundary down column 30
     free[taken] = False
-    away = _spread_points(shape, 4, free, taken)
+    away = spread_points(shape, 4, free, taken)
     assert np.min(np.abs(np.unravel_index(away, shape)[1] - 30)) >= 16
 
 
@@ -438,7 +439,7 @@ def test_agreement_where_the_assumptions_hold_counts_those_points():
     """``agreement.within_assumptions`` counts the checked points whose assumptions hold, and a
     disagreement says whether its point is one of them (sweep_report's bookkeeping, on a report
     whose checked points are set by hand)."""
-    from gdln.verify.sweep import _agreement
+    from gdln.verify.sweep_checks import agreement
 
     def point(winner, aligned, follows, hold):
         assumptions = {"hold": hold}
@@ -458,11 +459,11 @@ def test_agreement_where_the_assumptions_hold_counts_those_points():
     ]
     for p in points:
         p["checked"]["max_deviation"] = 0.01
-    agreement = _agreement(points, near_boundary={3})
-    assert (agreement["checked"], agreement["agree"], agreement["aligned_agree"]) == (4, 1, 2)
-    assert agreement["within_assumptions"] == {"checked": 3, "agree": 1, "aligned_agree": 2}
+    found = agreement(points, near_boundary={3})
+    assert (found["checked"], found["agree"], found["aligned_agree"]) == (4, 1, 2)
+    assert found["within_assumptions"] == {"checked": 3, "agree": 1, "aligned_agree": 2}
     assert [
-        (d["index"], d["outside_assumptions"], d["next_to_aligned_boundary"]) for d in agreement["disagree_points"]
+        (d["index"], d["outside_assumptions"], d["next_to_aligned_boundary"]) for d in found["disagree_points"]
     ] == [
         (2, True, False),
         (3, False, True),

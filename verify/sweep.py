@@ -13,7 +13,8 @@ At every grid point, three answers, each computed for all points at once where t
 
 With ``check`` points, ReLU networks are trained there (all points and seeds in one program)
 and the candidate each follows is found by verify's own rule; its deviation maps where the
-theory holds (:data:`VALIDITY`).
+theory holds (:data:`verify.sweep_checks.VALIDITY`; the checks, the assumptions and the agreement
+are in :mod:`verify.sweep_checks`).
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ from gdln.numeric.sweep import (
 )
 from gdln.numeric.training import initial_relu_weights, train_relu_points
 
-from .checks import check_training_size, check_values, data_curvature, descent_is_stable
+from .checks import check_training_size, check_values
 from .display import SweepReport
 from .progress import Stages, plural
 from .reports import (
@@ -62,6 +63,14 @@ from .reports import (
     relu_alignment,
     theory_stride,
 )
+from .sweep_checks import (
+    VALIDITY,
+    agreement,
+    boundary_points,
+    check_points,
+    point_assumptions,
+    stable_descent,
+)
 
 #: the training settings an axis may sweep, beside the spec's parameters
 TRAINING_AXES = ("init_scale", "learning_rate", "hidden_units")
@@ -69,9 +78,6 @@ MAX_AXES = 2
 #: points on one axis, and on the whole grid (the alignment-seeded race takes about 40 ms a point on 2 cores)
 MAX_AXIS_POINTS = 256
 MAX_GRID_POINTS = 16_384
-#: the theory holds at a checked point where the followed candidate's largest deviation from the
-#: mean ReLU loss stays below this fraction of the initial loss
-VALIDITY = 0.05
 FRACTIONS = (0.5, 0.1)
 
 
@@ -294,78 +300,6 @@ def _aligned_race(
     return found, np.asarray(phase.epochs).reshape(len(rows), seeds)
 
 
-def _stable_descent(task: Task, grid: _Grid, ok: np.ndarray, inputs, targets) -> np.ndarray:
-    """Per point, whether its learning rate keeps gradient descent stable on the theory's
-    largest curvature (:func:`verify.checks.descent_is_stable`, verify's warning); the
-    curvature depends on the data alone, so it is found once per distinct parameter values."""
-    stable = np.zeros(grid.size, dtype=bool)
-    rows = np.flatnonzero(ok)
-    if not len(rows):
-        return stable
-    _, first, which = np.unique(grid.values[rows], axis=0, return_index=True, return_inverse=True)
-    curvatures = np.array([data_curvature(task, inputs[rows[i]], targets[rows[i]])[0] for i in first])
-    for k, row in enumerate(rows):
-        stable[row] = descent_is_stable(float(grid.learning_rate[row]), float(curvatures[which.ravel()[k]]))
-    return stable
-
-
-def _assumptions(phase_epochs: np.ndarray, stable: bool, aligned_available: bool) -> dict[str, Any]:
-    """What the theory assumes at a point, judged before any training (THEORY section 9):
-    ``small_init``, the alignment phase runs at every seed (it ends at epoch 0 when the initial
-    output already reaches :data:`numeric.alignment.OUTPUT_FRACTION` of the targets, so the gates
-    never settle; ``None`` where the phase is not computed); ``stable_learning_rate``, as
-    verify's warning judges it; ``hold``, both."""
-    small_init = bool(np.all(phase_epochs > 0)) if aligned_available else None
-    return {
-        "phase_epochs": [int(e) for e in phase_epochs] if aligned_available else None,
-        "small_init": small_init,
-        "stable_learning_rate": bool(stable),
-        "hold": small_init is not False and bool(stable),
-    }
-
-
-def _agreement(points: list[dict], near_boundary: set[int]) -> dict[str, Any]:
-    """How often the trained networks follow each race's winner: over all checked points, over
-    those where the theory's assumptions hold, and over those where the seeds decide which
-    candidate is followed (:func:`verify.reports.follow_resolution`); and each disagreement,
-    placed against the aligned boundary (``near_boundary``: flat indices), the validity contour,
-    the assumptions and the seeds' resolution."""
-    checked = [p for p in points if p["checked"] is not None and p["checked"]["follows"] is not None]
-    within = [p for p in checked if p["assumptions"]["hold"]]
-    decided = [p for p in checked if p["checked"].get("decided")]
-
-    def counts(group: list[dict]) -> dict[str, int]:
-        return {
-            "checked": len(group),
-            "agree": sum(p["winner"] == p["checked"]["follows"] for p in group),
-            "aligned_agree": sum(p["aligned_winner"] == p["checked"]["follows"] for p in group),
-        }
-
-    disagree = [
-        i
-        for i, p in enumerate(points)
-        if p["checked"] is not None
-        and p["checked"]["follows"] is not None
-        and p["aligned_winner"] != p["checked"]["follows"]
-    ]
-    return {
-        **counts(checked),
-        "disagree_points": [
-            {
-                "index": i,
-                "values": points[i]["values"],
-                "next_to_aligned_boundary": i in near_boundary,
-                "outside_validity": points[i]["checked"]["max_deviation"] > VALIDITY,
-                "outside_assumptions": not points[i]["assumptions"]["hold"],
-                "decided": points[i]["checked"].get("decided"),
-            }
-            for i in disagree
-        ],
-        "within_assumptions": counts(within),
-        "decided": counts(decided),
-    }
-
-
 def _ranked(entries: list[dict]) -> tuple[str | None, float | None]:
     """The winner by :func:`verify.reports.race_order` and its margin, the relative ``t_90`` gap to the runner-up."""
     ranked = sorted(entries, key=race_order)
@@ -388,69 +322,6 @@ def _aligned_ranked(t_halves: dict[str, float]) -> tuple[str | None, float | Non
     if finite[0][0] == finite[1][0]:
         return None, 0.0
     return finite[0][1], (finite[1][0] - finite[0][0]) / finite[0][0]
-
-
-def _boundary_points(labels: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
-    """Flat indices of grid points with a neighbour (along an axis) of another label."""
-    grid = labels.reshape(shape)
-    near = np.zeros(shape, dtype=bool)
-    for axis in range(len(shape)):
-        differs = np.diff(grid, axis=axis) != 0
-        lower = [slice(None)] * len(shape)
-        upper = [slice(None)] * len(shape)
-        lower[axis], upper[axis] = slice(0, -1), slice(1, None)
-        near[tuple(lower)] |= differs
-        near[tuple(upper)] |= differs
-    return np.flatnonzero(near.ravel())
-
-
-def check_points(labels: np.ndarray, shape: tuple[int, ...], count: int, usable: np.ndarray) -> np.ndarray:
-    """``count`` grid points to train at: half next to the boundary of ``labels`` (evenly along
-    it), the rest spread over the grid away from them (:func:`_spread_points`); deterministic."""
-    if count <= 0:
-        return np.zeros(0, dtype=int)
-    boundary = np.array([i for i in _boundary_points(labels, shape) if usable[i]], dtype=int)
-    near = (
-        boundary[np.unique(np.linspace(0, len(boundary) - 1, min(len(boundary), count // 2)).round().astype(int))]
-        if len(boundary)
-        else np.zeros(0, dtype=int)
-    )
-    free = usable.copy()
-    free[near] = False
-    spread = _spread_points(shape, count - len(near), free, near)
-    return np.sort(np.concatenate([near, spread]).astype(int))
-
-
-def _spread_points(shape: tuple[int, ...], count: int, free: np.ndarray, taken: np.ndarray) -> np.ndarray:
-    """``count`` of the ``free`` grid points spread over the grid by farthest-point sampling: each
-    next point is the free one farthest from every point already ``taken`` or chosen (distances
-    in index units scaled to the axes' lengths; ties to the lowest index). Points evenly spaced
-    in flat index would lie on a few diagonals for some counts; these leave no large region of
-    the grid without a point."""
-    candidates = np.flatnonzero(free)
-    count = min(count, len(candidates))
-    if count <= 0:
-        return np.zeros(0, dtype=int)
-    spans = np.maximum(np.array(shape, dtype=float) - 1, 1.0)
-
-    def place(indices):
-        return np.stack(np.unravel_index(np.asarray(indices, dtype=int), shape), axis=1) / spans
-
-    where = place(candidates)
-    # squared distance of each candidate to the nearest point kept so far; with nothing taken yet
-    # all are infinitely far and the first free point comes first
-    nearest = (
-        np.min(np.sum((where[:, None, :] - place(taken)[None]) ** 2, axis=2), axis=1)
-        if len(taken)
-        else np.full(len(candidates), np.inf)
-    )
-    chosen = []
-    for _ in range(count):
-        best = int(np.argmax(nearest))
-        chosen.append(candidates[best])
-        nearest = np.minimum(nearest, np.sum((where - where[best]) ** 2, axis=1))
-        nearest[best] = -1.0
-    return np.array(chosen, dtype=int)
 
 
 def _crossover_curves(models: TaskPredictions, axes: Sequence[Axis], overrides) -> list[dict]:
@@ -543,7 +414,7 @@ def sweep_report(
             found, phase_epochs[rows] = raced
             for k, name in enumerate(names):
                 aligned[rows, k] = found[name]
-    stable = _stable_descent(task, grid, ok, inputs, targets)
+    stable = stable_descent(task, grid.values, grid.learning_rate, ok, inputs, targets)
     theory_seconds = time.perf_counter() - started - aligned_seconds
 
     points: list[dict[str, Any]] = []
@@ -570,7 +441,7 @@ def sweep_report(
                 "aligned_winner": aligned_winner,
                 "aligned_margin": aligned_margin,
                 "networks": entries,
-                "assumptions": _assumptions(phase_epochs[index], stable[index], aligned_available)
+                "assumptions": point_assumptions(phase_epochs[index], stable[index], aligned_available)
                 if ok[index]
                 else None,
                 "checked": None,
@@ -590,7 +461,7 @@ def sweep_report(
     aligned_labels = np.array(
         [names.index(p["aligned_winner"]) if p["aligned_winner"] in names else -1 for p in points]
     )
-    near_boundary = set(_boundary_points(aligned_labels, grid.shape).tolist())
+    near_boundary = set(boundary_points(aligned_labels, grid.shape).tolist())
     return SweepReport(
         {
             "spec": task.source,
@@ -611,7 +482,7 @@ def sweep_report(
             "points": points,
             "invalid_points": [i for i in range(grid.size) if not ok[i]],
             "crossovers": _crossover_curves(base, axes, overrides),
-            "agreement": _agreement(points, near_boundary),
+            "agreement": agreement(points, near_boundary),
             "timing": {
                 "theory_s": theory_seconds,
                 "aligned_s": aligned_seconds,

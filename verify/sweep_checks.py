@@ -1,0 +1,156 @@
+"""What ``gdln sweep`` checks and where: the grid points trained (:func:`check_points`), the
+theory's assumptions judged at every point before any training (:func:`point_assumptions`,
+:func:`stable_descent`), and how the trained networks agree with each race
+(:func:`agreement`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from gdln.derive.spec import Task
+
+from .checks import data_curvature, descent_is_stable
+
+#: the theory holds at a checked point where the followed candidate's largest deviation from the
+#: mean ReLU loss stays below this fraction of the initial loss
+VALIDITY = 0.05
+
+
+def stable_descent(
+    task: Task, values: np.ndarray, learning_rates: np.ndarray, ok: np.ndarray, inputs, targets
+) -> np.ndarray:
+    """Per point (``values``: its parameters, ``(points, parameters)``), whether its learning rate
+    keeps gradient descent stable on the theory's largest curvature
+    (:func:`verify.checks.descent_is_stable`, verify's warning); the curvature depends on the
+    data alone, so it is found once per distinct parameter values."""
+    stable = np.zeros(len(learning_rates), dtype=bool)
+    rows = np.flatnonzero(ok)
+    if not len(rows):
+        return stable
+    _, first, which = np.unique(values[rows], axis=0, return_index=True, return_inverse=True)
+    curvatures = np.array([data_curvature(task, inputs[rows[i]], targets[rows[i]])[0] for i in first])
+    for k, row in enumerate(rows):
+        stable[row] = descent_is_stable(float(learning_rates[row]), float(curvatures[which.ravel()[k]]))
+    return stable
+
+
+def point_assumptions(phase_epochs: np.ndarray, stable: bool, aligned_available: bool) -> dict[str, Any]:
+    """What the theory assumes at a point, judged before any training (THEORY section 9):
+    ``small_init``, the alignment phase runs at every seed (it ends at epoch 0 when the initial
+    output already reaches :data:`numeric.alignment.OUTPUT_FRACTION` of the targets, so the gates
+    never settle; ``None`` where the phase is not computed); ``stable_learning_rate``, as
+    verify's warning judges it; ``hold``, both."""
+    small_init = bool(np.all(phase_epochs > 0)) if aligned_available else None
+    return {
+        "phase_epochs": [int(e) for e in phase_epochs] if aligned_available else None,
+        "small_init": small_init,
+        "stable_learning_rate": bool(stable),
+        "hold": small_init is not False and bool(stable),
+    }
+
+
+def agreement(points: list[dict], near_boundary: set[int]) -> dict[str, Any]:
+    """How often the trained networks follow each race's winner: over all checked points, over
+    those where the theory's assumptions hold, and over those where the seeds decide which
+    candidate is followed (:func:`verify.reports.follow_resolution`); and each disagreement,
+    placed against the aligned boundary (``near_boundary``: flat indices), the validity contour,
+    the assumptions and the seeds' resolution."""
+    checked = [p for p in points if p["checked"] is not None and p["checked"]["follows"] is not None]
+    within = [p for p in checked if p["assumptions"]["hold"]]
+    decided = [p for p in checked if p["checked"].get("decided")]
+
+    def counts(group: list[dict]) -> dict[str, int]:
+        return {
+            "checked": len(group),
+            "agree": sum(p["winner"] == p["checked"]["follows"] for p in group),
+            "aligned_agree": sum(p["aligned_winner"] == p["checked"]["follows"] for p in group),
+        }
+
+    disagree = [
+        i
+        for i, p in enumerate(points)
+        if p["checked"] is not None
+        and p["checked"]["follows"] is not None
+        and p["aligned_winner"] != p["checked"]["follows"]
+    ]
+    return {
+        **counts(checked),
+        "disagree_points": [
+            {
+                "index": i,
+                "values": points[i]["values"],
+                "next_to_aligned_boundary": i in near_boundary,
+                "outside_validity": points[i]["checked"]["max_deviation"] > VALIDITY,
+                "outside_assumptions": not points[i]["assumptions"]["hold"],
+                "decided": points[i]["checked"].get("decided"),
+            }
+            for i in disagree
+        ],
+        "within_assumptions": counts(within),
+        "decided": counts(decided),
+    }
+
+
+def boundary_points(labels: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """Flat indices of grid points with a neighbour (along an axis) of another label."""
+    grid = labels.reshape(shape)
+    near = np.zeros(shape, dtype=bool)
+    for axis in range(len(shape)):
+        differs = np.diff(grid, axis=axis) != 0
+        lower = [slice(None)] * len(shape)
+        upper = [slice(None)] * len(shape)
+        lower[axis], upper[axis] = slice(0, -1), slice(1, None)
+        near[tuple(lower)] |= differs
+        near[tuple(upper)] |= differs
+    return np.flatnonzero(near.ravel())
+
+
+def check_points(labels: np.ndarray, shape: tuple[int, ...], count: int, usable: np.ndarray) -> np.ndarray:
+    """``count`` grid points to train at: half next to the boundary of ``labels`` (evenly along
+    it), the rest spread over the grid away from them (:func:`spread_points`); deterministic."""
+    if count <= 0:
+        return np.zeros(0, dtype=int)
+    boundary = np.array([i for i in boundary_points(labels, shape) if usable[i]], dtype=int)
+    near = (
+        boundary[np.unique(np.linspace(0, len(boundary) - 1, min(len(boundary), count // 2)).round().astype(int))]
+        if len(boundary)
+        else np.zeros(0, dtype=int)
+    )
+    free = usable.copy()
+    free[near] = False
+    spread = spread_points(shape, count - len(near), free, near)
+    return np.sort(np.concatenate([near, spread]).astype(int))
+
+
+def spread_points(shape: tuple[int, ...], count: int, free: np.ndarray, taken: np.ndarray) -> np.ndarray:
+    """``count`` of the ``free`` grid points spread over the grid by farthest-point sampling: each
+    next point is the free one farthest from every point already ``taken`` or chosen (distances
+    in index units scaled to the axes' lengths; ties to the lowest index). Points evenly spaced
+    in flat index would lie on a few diagonals for some counts; these leave no large region of
+    the grid without a point."""
+    candidates = np.flatnonzero(free)
+    count = min(count, len(candidates))
+    if count <= 0:
+        return np.zeros(0, dtype=int)
+    spans = np.maximum(np.array(shape, dtype=float) - 1, 1.0)
+
+    def place(indices):
+        return np.stack(np.unravel_index(np.asarray(indices, dtype=int), shape), axis=1) / spans
+
+    where = place(candidates)
+    # squared distance of each candidate to the nearest point kept so far; with nothing taken yet
+    # all are infinitely far and the first free point comes first
+    nearest = (
+        np.min(np.sum((where[:, None, :] - place(taken)[None]) ** 2, axis=2), axis=1)
+        if len(taken)
+        else np.full(len(candidates), np.inf)
+    )
+    chosen = []
+    for _ in range(count):
+        best = int(np.argmax(nearest))
+        chosen.append(candidates[best])
+        nearest = np.minimum(nearest, np.sum((where - where[best]) ** 2, axis=1))
+        nearest[best] = -1.0
+    return np.array(chosen, dtype=int)

@@ -287,16 +287,8 @@ def _line(ax, report, names, colours, handles) -> None:
     for crossover in report["crossovers"]:
         if crossover.get("value") is not None:
             ax.axvline(crossover["value"], **CROSSOVER)
-            handles.append(
-                Line2D(
-                    [],
-                    [],
-                    color="#222222",
-                    lw=1.2,
-                    ls=":",
-                    label=f"derived crossover {crossover['parameter']} = {crossover['expr']}",
-                )
-            )
+            # the same key as the plane's: the line's own style, the crossover in LaTeX
+            handles.append(Line2D([], [], **CROSSOVER, label=f"derived crossover ${crossover['latex']}$"))
     _checked(ax, report, names, colours, handles, lambda p: (p["values"][axis["name"]], _checked_height(ax)))
     ax.set_ylabel("epochs")
 

@@ -202,14 +202,14 @@ def run_phase(w1, w2, inputs, targets, learning_rate, threshold, horizon: int, s
     _keep_rows(state, current, batch_runs, np.ones(len(batch_runs), dtype=bool))
     w1, w2, _, w1_end, w2_end = state
     cross, square, norm = np.concatenate(summaries, axis=-1).transpose(1, 0, 2)
-    squares = np.asarray(factors) ** 2
+    squares = factors**2
     ended, epochs = _member_ends(norm[:, : horizon + 1], squares, np.asarray(threshold))
     slots = _member_slots(ended, epochs)
     w1_end = np.take_along_axis(w1_end, slots[..., None, None], axis=1)
     w2_end = np.take_along_axis(w2_end, slots[..., None, None], axis=1)
     # a member that never ended stands where its run stopped, at the horizon
     stopped = ended[..., None, None]
-    scale = np.asarray(factors)[..., None, None]
+    scale = factors[..., None, None]
     w1_end = scale * np.where(stopped, w1_end, w1[:, None])
     w2_end = scale * np.where(stopped, w2_end, w2[:, None])
     losses = _member_losses(np.asarray(targets), cross[:, ::stride], square[:, ::stride], squares)

@@ -150,15 +150,15 @@ def align_points(inputs, targets, w1s, w2s, learning_rates, horizon: int, stride
     ``(runs, N, ...)`` and step; nothing is trained. With ``factors`` ``(runs, members)``, each
     run stands for members started from ``factor`` times its weights (init scales that share
     everything else: :func:`numeric.alignment.run_phase`), listed run by run, members within."""
-    inputs = jnp.asarray(inputs, jnp.float64)
-    targets = jnp.asarray(targets, jnp.float64)
-    thresholds = OUTPUT_FRACTION * np.sqrt(np.sum(np.asarray(targets) ** 2, axis=(1, 2)))
+    inputs = np.asarray(inputs, np.float64)
+    targets = np.asarray(targets, np.float64)
+    thresholds = OUTPUT_FRACTION * np.sqrt(np.sum(targets**2, axis=(1, 2)))
     w1, w2, ended, epochs, losses = run_phase(
-        jnp.asarray(w1s, jnp.float64),
-        jnp.asarray(w2s, jnp.float64),
+        np.asarray(w1s, np.float64),
+        np.asarray(w2s, np.float64),
         inputs,
         targets,
-        jnp.asarray(learning_rates, jnp.float64),
+        np.asarray(learning_rates, np.float64),
         thresholds,
         horizon,
         stride,
@@ -167,7 +167,7 @@ def align_points(inputs, targets, w1s, w2s, learning_rates, horizon: int, stride
     members = w1.shape[1]
     w1, w2 = w1.reshape(-1, *w1.shape[2:]), w2.reshape(-1, *w2.shape[2:])
     ended, epochs, losses = ended.ravel(), epochs.ravel(), losses.reshape(-1, losses.shape[-1])
-    gates = np.einsum("rni,rhi->rnh", np.repeat(np.asarray(inputs), members, axis=0), w1) > 0
+    gates = np.einsum("rni,rhi->rnh", np.repeat(inputs, members, axis=0), w1) > 0
     return Alignment(epochs.astype(int), ended, gates, w1, w2, losses, stride)
 
 

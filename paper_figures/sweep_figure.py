@@ -65,6 +65,11 @@ def sweep_figure(report: dict) -> Figure:
     return fig
 
 
+def _crossover_key(crossover: dict) -> Line2D:
+    """The key of a derived crossover: the line's own style, the crossover in LaTeX."""
+    return Line2D([], [], **CROSSOVER, label=f"derived crossover ${crossover['latex']}$")
+
+
 def _plane(ax, report, names, colours, handles) -> None:
     x_axis, y_axis = report["axes"]
     x, y = np.asarray(x_axis["values"]), np.asarray(y_axis["values"])
@@ -89,7 +94,6 @@ def _plane(ax, report, names, colours, handles) -> None:
         handles.append(Line2D([], [], color="black", lw=1.6, ls="--", label="alignment-seeded race boundary"))
     _assumptions_fail(ax, report, x, y, shape, handles)
     for crossover in report["crossovers"]:
-        label = f"derived crossover ${crossover['latex']}$"
         if crossover["parameter"] == x_axis["name"]:
             if "curve" in crossover:
                 ax.plot(crossover["curve"]["values"], y, **CROSSOVER)
@@ -100,7 +104,7 @@ def _plane(ax, report, names, colours, handles) -> None:
                 ax.plot(x, crossover["curve"]["values"], **CROSSOVER)
             elif crossover.get("value") is not None:
                 ax.axhline(crossover["value"], **CROSSOVER)
-        handles.append(Line2D([], [], **CROSSOVER, label=label))
+        handles.append(_crossover_key(crossover))
     _checked(
         ax,
         report,
@@ -206,23 +210,19 @@ def _checked(ax, report, names, colours, handles, position, plane=None) -> None:
                     label=f"deviation {validity:g} of the initial loss (interpolated between trained points)",
                 )
             )
+
+    def marked(point: dict) -> str:
+        """How a checked point is drawn: open past the validity limit, else half filled where
+        its seeds do not decide the followed candidate, else filled."""
+        if point["checked"]["max_deviation"] > validity:
+            return "outside"
+        return "undecided" if point["checked"].get("decided") is False else "inside"
+
     for name in names:
-        inside = [
-            position(p)
-            for p in checked
-            if p["checked"]["follows"] == name and p["checked"]["max_deviation"] <= validity
-        ]
-        outside = [
-            position(p) for p in checked if p["checked"]["follows"] == name and p["checked"]["max_deviation"] > validity
-        ]
-        undecided = [
-            position(p)
-            for p in checked
-            if p["checked"]["follows"] == name
-            and p["checked"]["max_deviation"] <= validity
-            and p["checked"].get("decided") is False
-        ]
-        inside = [xy for xy in inside if xy not in undecided]
+        followed = [p for p in checked if p["checked"]["follows"] == name]
+        inside, undecided, outside = (
+            [position(p) for p in followed if marked(p) == kind] for kind in ("inside", "undecided", "outside")
+        )
         if inside:
             ax.scatter(
                 *zip(*inside), s=46, color=colours[name], edgecolor="black", linewidth=0.8, zorder=4, clip_on=False
@@ -287,8 +287,7 @@ def _line(ax, report, names, colours, handles) -> None:
     for crossover in report["crossovers"]:
         if crossover.get("value") is not None:
             ax.axvline(crossover["value"], **CROSSOVER)
-            # the same key as the plane's: the line's own style, the crossover in LaTeX
-            handles.append(Line2D([], [], **CROSSOVER, label=f"derived crossover ${crossover['latex']}$"))
+            handles.append(_crossover_key(crossover))
     _checked(ax, report, names, colours, handles, lambda p: (p["values"][axis["name"]], _checked_height(ax)))
     ax.set_ylabel("epochs")
 

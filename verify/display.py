@@ -71,9 +71,20 @@ def resolution_text(resolution: dict | None) -> str:
     if not resolution or resolution.get("decided") is None:
         return ""
     lead, needed = 100 * resolution["lead"], 100 * resolution["lead_needed"]
+    errors = _bar_in_words(resolution)
     if resolution["decided"]:
-        return f"decided by the seeds: it leads the runner-up by {lead:.2f}% of the initial loss (2 standard errors of their mean: {needed:.2f}%)"
-    return f"not decided by these seeds: it leads the runner-up by {lead:.2f}% of the initial loss, under 2 standard errors of their mean ({needed:.2f}%)"
+        return (
+            f"decided by the seeds: it leads the runner-up by {lead:.2f}% of the initial loss ({errors}: {needed:.2f}%)"
+        )
+    return f"not decided by these seeds: it leads the runner-up by {lead:.2f}% of the initial loss, under {errors} ({needed:.2f}%)"
+
+
+def _bar_in_words(resolution: dict) -> str:
+    """The lead needed, as a number of standard errors read off the report (``lead_needed`` over
+    ``seed_error``), so that the bar is stated once, in ``verify.reports``."""
+    if not resolution["seed_error"]:  # seeds that agree exactly: any lead decides
+        return "the seeds' spread, which is zero"
+    return f"{resolution['lead_needed'] / resolution['seed_error']:g} standard errors of their mean"
 
 
 class UniqueReport(dict):
@@ -223,7 +234,7 @@ class SweepReport(dict):
             ("follows", "trained network follows"),
             ("max_deviation", "max deviation (of the initial loss)"),
             ("assumptions", "theory's assumptions"),
-            ("decided", "seeds decide (lead against 2 standard errors)"),
+            ("decided", "seeds decide (lead against the lead needed)"),
         ]
         return markdown_table(rows, columns)
 

@@ -300,6 +300,11 @@ def _aligned_race(
     return found, np.asarray(phase.epochs).reshape(len(rows), seeds)
 
 
+def _winner_labels(points: list[dict], names: list[str], key: str) -> np.ndarray:
+    """Each point's ``key`` winner as its index in ``names`` (-1 where there is none)."""
+    return np.array([names.index(p[key]) if p[key] in names else -1 for p in points])
+
+
 def _ranked(entries: list[dict]) -> tuple[str | None, float | None]:
     """The winner by :func:`verify.reports.race_order` and its margin, the relative ``t_90`` gap to the runner-up."""
     ranked = sorted(entries, key=race_order)
@@ -449,18 +454,14 @@ def sweep_report(
         )
 
     training_seconds, per_run = 0.0, None
+    aligned_labels = _winner_labels(points, names, "aligned_winner")
     if check:
-        labels = np.array([names.index(p["aligned_winner"]) if p["aligned_winner"] in names else -1 for p in points])
-        if not aligned_available:
-            labels = np.array([names.index(p["winner"]) if p["winner"] in names else -1 for p in points])
+        labels = aligned_labels if aligned_available else _winner_labels(points, names, "winner")
         chosen = check_points(labels, grid.shape, check, ok)
         step(f"training at {plural(len(chosen), 'checked point')}")
         training_seconds, per_run = _check(groups, task, grid, chosen, points, inputs, targets)
 
     step.close()
-    aligned_labels = np.array(
-        [names.index(p["aligned_winner"]) if p["aligned_winner"] in names else -1 for p in points]
-    )
     near_boundary = set(boundary_points(aligned_labels, grid.shape).tolist())
     return SweepReport(
         {

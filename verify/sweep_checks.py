@@ -57,7 +57,8 @@ def agreement(points: list[dict], near_boundary: set[int]) -> dict[str, Any]:
     candidate is followed (:func:`verify.reports.follow_resolution`); and each disagreement,
     placed against the aligned boundary (``near_boundary``: flat indices), the validity contour,
     the assumptions and the seeds' resolution."""
-    checked = [p for p in points if p["checked"] is not None and p["checked"]["follows"] is not None]
+    indices = [i for i, p in enumerate(points) if p["checked"] is not None and p["checked"]["follows"] is not None]
+    checked = [points[i] for i in indices]
     within = [p for p in checked if p["assumptions"]["hold"]]
     decided = [p for p in checked if p["checked"].get("decided")]
 
@@ -68,13 +69,7 @@ def agreement(points: list[dict], near_boundary: set[int]) -> dict[str, Any]:
             "aligned_agree": sum(p["aligned_winner"] == p["checked"]["follows"] for p in group),
         }
 
-    disagree = [
-        i
-        for i, p in enumerate(points)
-        if p["checked"] is not None
-        and p["checked"]["follows"] is not None
-        and p["aligned_winner"] != p["checked"]["follows"]
-    ]
+    disagree = [i for i in indices if points[i]["aligned_winner"] != points[i]["checked"]["follows"]]
     return {
         **counts(checked),
         "disagree_points": [

@@ -32,6 +32,8 @@ def cmd_sweep(args):
 
 
 def _render_sweep(report):
+    from gdln.verify.reports import DECIDED_STANDARD_ERRORS
+
     axes = " x ".join(f"{a['name']} ({len(a['values'])}{' log' if a['log'] else ''})" for a in report["axes"])
     points = report["points"]
     print(f"grid: {axes}, {len(points)} points")
@@ -66,19 +68,18 @@ def _render_sweep(report):
             if p["checked"]
         )
         print(f"  the followed network stays within {report['validity']:.0%} of the initial loss at {holds} of them")
-        within = agreement.get("within_assumptions")
-        if within is not None and within["checked"] < checked:
-            print(
-                f"  of the {within['checked']} checked points where the theory's assumptions hold: the width-seeded"
-                f" winner is followed at {within['agree']}, the alignment-seeded winner at {within['aligned_agree']}"
-            )
-        decided = agreement.get("decided")
-        if decided is not None and decided["checked"] < checked:
-            print(
-                f"  of the {decided['checked']} checked points where the seeds decide which candidate is followed (its"
-                " lead at least 2 standard errors of their mean loss): the width-seeded winner is followed at"
-                f" {decided['agree']}, the alignment-seeded winner at {decided['aligned_agree']}"
-            )
+        subsets = {
+            "within_assumptions": "where the theory's assumptions hold",
+            "decided": "where the seeds decide which candidate is followed (its lead at least"
+            f" {DECIDED_STANDARD_ERRORS:g} standard errors of their mean loss)",
+        }
+        for key, where in subsets.items():
+            counts = agreement.get(key)
+            if counts is not None and counts["checked"] < checked:
+                print(
+                    f"  of the {counts['checked']} checked points {where}: the width-seeded winner is followed at"
+                    f" {counts['agree']}, the alignment-seeded winner at {counts['aligned_agree']}"
+                )
     failing = [p["assumptions"] for p in points if p["assumptions"] is not None and not p["assumptions"]["hold"]]
     if failing:
         fraction = report["assumptions"]["output_fraction"]

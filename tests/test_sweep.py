@@ -88,6 +88,17 @@ def test_check_points_reach_the_boundary():
     assert len(near) >= 3
 
 
+def test_check_points_on_the_boundary_only_where_it_is_claimed():
+    """The boundary half stays where the theory claims the boundary (its assumptions hold); the
+    spread half still reaches the rest of the grid."""
+    labels = np.array([0, 0, 0, 1, 1, 1, 1, 1] * 8)  # boundary between columns 2 and 3 on every row
+    claimed = np.repeat(np.arange(8) < 4, 8)  # rows 0-3 (flat index row * 8 + column)
+    chosen = check_points(labels, (8, 8), 8, np.ones(64, dtype=bool), claimed=claimed)
+    near = [i for i in chosen if i % 8 in (2, 3)]
+    assert len(near) >= 4 and all(claimed[i] for i in near)
+    assert any(not claimed[i] for i in chosen)
+
+
 def _covering_radius(chosen, shape) -> float:
     """The largest distance from a grid point to its nearest chosen point, in index units."""
     every = np.stack(np.unravel_index(np.arange(np.prod(shape)), shape), axis=1)

@@ -457,7 +457,8 @@ def sweep_report(
     aligned_labels = _winner_labels(points, names, "aligned_winner")
     if check:
         labels = aligned_labels if aligned_available else _winner_labels(points, names, "winner")
-        chosen = check_points(labels, grid.shape, check, ok)
+        hold = np.array([bool(p["assumptions"] and p["assumptions"]["hold"]) for p in points])
+        chosen = check_points(labels, grid.shape, check, ok, claimed=hold)
         step(f"training at {plural(len(chosen), 'checked point')}")
         training_seconds, per_run = _check(groups, task, grid, chosen, points, inputs, targets)
 

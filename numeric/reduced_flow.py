@@ -61,6 +61,7 @@ class FlowStructure:
             + [np.zeros((len(outputs), width))]
             for depth, width, inputs, outputs in layout
         ]
+        self.shapes = [[layer.shape for layer in chain] for chain in template]
         flat, self.unravel = ravel_pytree(template)
         self.size = flat.size
         self.ode = self._make_ode()
@@ -81,6 +82,31 @@ class FlowStructure:
         if key not in cls._known:
             cls._known[key] = cls(key)
         return cls._known[key]
+
+    def compressed(self, rank: int) -> FlowStructure:
+        """This structure with every pathway writing ``rank`` output coordinates instead of the
+        target features (see :meth:`ReducedFlow.output_basis`); hidden widths are kept."""
+        layout = tuple((depth, width, inputs, tuple(range(rank))) for depth, width, inputs, _ in self.key[1])
+        key = (int(rank), layout)
+        if key not in FlowStructure._known:
+            FlowStructure._known[key] = FlowStructure(key)
+        return FlowStructure._known[key]
+
+    def last_layers(self, y: np.ndarray, transform) -> np.ndarray:
+        """The flattened state ``y`` (rows: states) with each pathway's last layer ``W_D`` replaced
+        by ``transform(W_D)``, flattened again in the same order, on the host."""
+        y = np.asarray(y, dtype=np.float64)
+        parts, position = [], 0
+        for chain in self.shapes:
+            for e, shape in enumerate(chain):
+                size = int(np.prod(shape))
+                layer = y[..., position : position + size]
+                position += size
+                if e == len(chain) - 1:
+                    layer = transform(layer.reshape(*y.shape[:-1], *shape))
+                    layer = layer.reshape(*y.shape[:-1], -1)
+                parts.append(layer)
+        return np.concatenate(parts, axis=-1)
 
     @staticmethod
     def maps(chains):
@@ -273,12 +299,35 @@ class ReducedFlow:
     def losses_of_states(self, ys, values):
         """Loss of every flattened state in ``ys`` (rows), compiled once per structure and number
         of rows rounded up to a power of two (the race asks for every length up to a segment)."""
-        written, blocks, power = self.operands(values)
-        ys = np.asarray(ys, dtype=np.float64)  # padded on the host: eager device ops compile per shape too
-        rows = len(ys)
-        padded = np.zeros((1 << max(rows - 1, 0).bit_length(), ys.shape[1]))
-        padded[:rows] = ys
-        return np.asarray(self.structure.loss_of_states(padded, written, blocks, power))[:rows]
+        return _losses(self.structure, ys, *self.operands(values))
+
+    @cached_property
+    def _output_rank(self) -> int | None:
+        """How many output coordinates :meth:`output_basis` keeps: ``min(features, datapoints,
+        inputs)``; ``None`` where that is every target feature, or where some pathway writes only
+        some of them (its last layer's rows are fixed features, not free coordinates)."""
+        structure = self.structure
+        rank = min(structure.num_outputs, self._data_shape[0], structure.total_inputs)
+        return None if rank >= structure.num_outputs or not all(structure._every) else rank
+
+    def output_basis(self, values) -> np.ndarray | None:
+        """An orthonormal basis ``Q`` (target features x r) whose span holds every column of
+        ``Sigma_yx^E``, or ``None`` where :attr:`_output_rank` is.
+
+        The flow never leaves that span: ``E_p G_p = (Sigma_yx^E - F S)[:, p]`` has its columns in
+        the span of ``Sigma_yx^E`` and of ``F``, so last layers whose columns start there stay
+        there (each pathway starts on its modes ``u_k``, which lie in the range of
+        ``Sigma_yx(p)``). Written as ``W_D = Q M_D``, the gradient flow of ``M_D`` is the flow with
+        ``Q^T Sigma_yx^E`` for ``Sigma_yx^E`` (``Q`` is an isometry), and every loss is the same.
+        The span's dimension is at most ``min(features, datapoints, inputs)``, as each column is an
+        average of ``y x^T`` over the data; ``r`` is that bound, fixed by the shapes, so every point
+        of a sweep shares one compiled program. Section 4: 24 coordinates for 60 features."""
+        rank = self._output_rank
+        if rank is None:
+            return None
+        return self._at_values(
+            "_output_basis_cache", lambda v: _span_basis(np.asarray(self.operands(v)[0]), rank), values
+        )
 
     def gradients(self, maps, sigma_yx, sigma_x):
         """``G_p = Sigma_yx(p) - sum_j E_p^T E_j W_j Sigma_x(j, p)``."""
@@ -506,32 +555,44 @@ class ReducedFlow:
         values: Values,
         rtol: float = 1e-10,
         atol: float = 1e-14,
+        *,
+        compress: bool = True,
     ) -> RaceODE:
         """The exact flow from ``log a0`` per pathway as :func:`numeric.race.ode_race` reads it:
         started as :meth:`start` says, its initial loss that of the chains at ``log a0`` (before
-        the linear phase), its least loss that over all maps, its steps limited by :meth:`_step_limit`."""
+        the linear phase), its least loss that over all maps, its steps limited by :meth:`_step_limit`.
+
+        With ``compress`` (the default) the last layers are written in :meth:`output_basis`, where
+        the flow stays: Section 4's flow of 2413 variables becomes one of 1153, the same race."""
         log_a0 = np.asarray(log_a0, dtype=np.float64)
         values = tuple(float(v) for v in values)
+        written, blocks, power = self.operands(values)
+        structure, basis = self.structure, self.output_basis(values) if compress else None
+        if basis is not None:
+            structure = structure.compressed(basis.shape[1])
+            written = jnp.asarray(basis.T @ np.asarray(written))
+
+        def coordinates(y):
+            if basis is None:
+                return np.asarray(y, dtype=np.float64)
+            return self.structure.last_layers(y, lambda layer: np.einsum("or,...oh->...rh", basis, layer))
 
         def loss_of_states(ys):
-            return self.losses_of_states(ys, values)
+            return _losses(structure, ys, written, blocks, power)
 
-        initial_state = np.asarray(
-            ravel_pytree(
-                self._chains_at([np.full(len(b[0]), log_a0[p]) for p, b in enumerate(self._basis(values))], values)
-            )[0]
-        )
+        initial_state = ravel_pytree(
+            self._chains_at([np.full(len(b[0]), log_a0[p]) for p, b in enumerate(self._basis(values))], values)
+        )[0]
         t0, y0, scale = self.start(log_a0, tau, values)
-        written, blocks, power = self.operands(values)
         return RaceODE(
-            f=self.ode,
-            y0=y0,
+            f=structure.ode,
+            y0=coordinates(y0),
             t0=t0,
-            args=self.ode_args(tau, values),
-            loss=self.structure.loss_of_state,
+            args=(jnp.float64(tau), written, blocks),
+            loss=structure.loss_of_state,
             loss_args=(written, blocks, power),
             loss_of_states=loss_of_states,
-            initial_loss=float(loss_of_states(initial_state[None])[0]),
+            initial_loss=float(loss_of_states(coordinates(initial_state)[None])[0]),
             minimum_loss=lambda: self._at_values("_minimum_cache", self._minimum_loss, values),
             dtmax=self._step_limit(scale, tau, values, rtol, atol),
             rtol=rtol,
@@ -559,7 +620,7 @@ class ReducedFlow:
         if problem.t0 >= horizon:
             # still in the linear phase at the horizon: within LINEAR_PHASE_END of the initial loss
             state = ravel_pytree(self._chains_at(self.linear_phase(log_a0, float(horizon), tau, values), values))[0]
-            final = float(problem.loss_of_states(np.asarray(state)[None])[0])
+            final = float(self.losses_of_states(np.asarray(state)[None], values)[0])
             return RaceResult(
                 problem.initial_loss,
                 {f: None for f in fractions},
@@ -580,6 +641,22 @@ class ReducedFlow:
             return None
         largest = max((float(np.max(b[2])) for b in self._basis(values) if b[2].size), default=0.0)
         return 0.1 * tau / largest if largest > 0 else None
+
+
+def _losses(structure: FlowStructure, ys, written, blocks, power) -> np.ndarray:
+    """Loss of every flattened state in ``ys`` (rows) of ``structure``, padded on the host to a
+    power of two rows (eager device ops compile per shape too)."""
+    ys = np.asarray(ys, dtype=np.float64)
+    rows = len(ys)
+    padded = np.zeros((1 << max(rows - 1, 0).bit_length(), ys.shape[1]))
+    padded[:rows] = ys
+    return np.asarray(structure.loss_of_states(padded, written, blocks, power))[:rows]
+
+
+def _span_basis(matrix: np.ndarray, rank: int) -> np.ndarray:
+    """``rank`` orthonormal columns whose span holds the columns of ``matrix`` (whose rank is at
+    most ``rank``): its leading left singular vectors."""
+    return np.linalg.svd(matrix, full_matrices=True)[0][:, :rank]
 
 
 class FlowTrajectory:

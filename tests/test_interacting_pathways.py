@@ -157,3 +157,29 @@ def test_one_flow_per_structure_is_the_gradient_of_the_readable_loss():
                 got = flow._unravel(jnp.asarray(rates))[p]
                 np.testing.assert_allclose(got[1], gradients[p] @ weights[0].T / tau, rtol=1e-12, atol=1e-14)
         assert ravel_pytree(chains)[0].shape == y.shape
+
+
+def test_race_in_the_output_span_is_the_race_of_every_feature():
+    """The race written in :meth:`ReducedFlow.output_basis` (fewer variables) against the race
+    of every target feature: the basis holds every column of ``Sigma_yx^E``, and the crossings and
+    final loss agree to the solver's tolerance; a network whose pathways write only some features
+    keeps them all."""
+    task = task_from_dict(context_task(4, 3, ["hierarchy", "chain", "clusters"], "context-subsets"), "<small>")
+    flow = ReducedFlow(NetworkDerivation(task, "common+2"))
+    basis = flow.output_basis([])
+    written = np.asarray(flow.operands([])[0])
+    assert basis.shape[1] < task.num_outputs
+    np.testing.assert_allclose(basis.T @ basis, np.eye(basis.shape[1]), atol=1e-12)
+    np.testing.assert_allclose(basis @ (basis.T @ written), written, atol=1e-12)
+    logs = np.log(pathway_initial_strengths(task.network("common+2"), 1e-4))
+    short, full = (flow.race_ode(logs, 100.0, [], compress=c) for c in (True, False))
+    assert short.y0.size < full.y0.size
+    assert short.initial_loss == pytest.approx(full.initial_loss, rel=1e-12)
+    got, expected = short.race((0.5, 0.1), 8000), full.race((0.5, 0.1), 8000)
+    for fraction in (0.5, 0.1):
+        assert got.crossings[fraction] == pytest.approx(expected.crossings[fraction], rel=1e-8)
+    assert got.final_loss == pytest.approx(expected.final_loss, rel=1e-8)
+
+    document = context_task(4, 3, ["hierarchy", "chain", "clusters"], "context-subsets")
+    document["network"] = [{"name": "part", "pathway": [{"name": "all"}, {"name": "some", "outputs": [0, 1, 2]}]}]
+    assert ReducedFlow(NetworkDerivation(task_from_dict(document, "<part>"), "part")).output_basis([]) is None

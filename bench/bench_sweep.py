@@ -9,8 +9,8 @@ Every figure is a ratio of two times from this run:
   ``gdln simulate --model relu --seeds 1`` process;
 - Section 4, 32 values of init_scale: the race per point (every candidate's reduced flow, all
   points in batched solves, once compiled) against one Section 4 training run;
-- Section 4's flow of 2413 variables (``common+1``): one evaluation of its right-hand side, alone
-  and per point of a vmapped batch, against the cost of one solver step of the batched race
+- Section 4's race flow of ``common+1`` (1153 variables in its output span): one evaluation of
+  its right-hand side, alone and per point of a vmapped batch, against the cost of one solver step of the batched race
   per point (identical points, so that none waits for another);
 - training at checked points: XoR runs (points x seeds) per second, batched in one program,
   its GFLOP/s and their share of the float64 matrix-multiply peak measured in the same run.
@@ -147,8 +147,8 @@ def flow_step_costs(prediction, task, evaluations: int = 500) -> dict:
     from gdln.numeric.batched_race import _batch_size, ode_races
     from gdln.verify.sweep import FRACTIONS
 
-    flow, training = prediction.flow, task.training
-    problem = flow.race_ode(prediction.log_initial_strengths(training.init_scale), training.tau, [])
+    training = task.training
+    problem = prediction.flow.race_ode(prediction.log_initial_strengths(training.init_scale), training.tau, [])
     size = _batch_size(64, problem.y0.size, len(FRACTIONS))
     one = jnp.asarray(problem.y0)
     batch = jnp.stack([one] * size)
@@ -159,7 +159,7 @@ def flow_step_costs(prediction, task, evaluations: int = 500) -> dict:
             lambda y, args: jax.lax.fori_loop(0, evaluations, lambda _, acc: acc + 1e-30 * f(0.0, acc, args), y)
         )
 
-    alone, together = repeat(flow.ode), repeat(jax.vmap(flow.ode, in_axes=(None, 0, 0)))
+    alone, together = repeat(problem.f), repeat(jax.vmap(problem.f, in_axes=(None, 0, 0)))
     alone(one, problem.args)
     together(batch, stacked)
     rhs = timed(lambda: alone(one, problem.args)) / evaluations

@@ -13,7 +13,7 @@ is asked once for the whole batch (leading axis: grid points, or grid points tim
   :func:`numeric.race.ode_race` solves them.
 - :func:`align_points`: the alignment phase (:mod:`numeric.alignment`) of every point's ReLU
   runs from their initial weights, no training.
-- :func:`aligned_mode_seeds_batch` and :func:`aligned_descent_curves`: each candidate from the
+- :func:`aligned_mode_seeds_batch` and :func:`aligned_descent_chunks`: each candidate from the
   settled units, followed by gradient descent at the training step, exactly as
   :meth:`numeric.prediction.Prediction.aligned_loss_curve` does for one point.
 - :func:`numeric.training.train_relu_points` trains the checked points (elsewhere).
@@ -21,6 +21,7 @@ is asked once for the whole batch (leading axis: grid points, or grid points tim
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import partial
 
@@ -236,7 +237,7 @@ def _descent_from_starts(
 DESCENT_CHUNK = 768
 
 
-def aligned_descent_curves(
+def aligned_descent_chunks(
     compiled: CompiledNetwork,
     p0,
     q0,
@@ -248,18 +249,21 @@ def aligned_descent_curves(
     stop_fraction: float | None = None,
     groups: np.ndarray | None = None,
     order_hint: np.ndarray | None = None,
-) -> np.ndarray:
+) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """Per run, the loss at epochs ``0, stride, ...`` (``<= epochs``): the phase's own loss until
     it ends, then gradient descent on the balanced modes from ``(P, Q)``, its clock started at
-    the phase's end (:meth:`numeric.prediction.Prediction.aligned_loss_curve`).
+    the phase's end (:meth:`numeric.prediction.Prediction.aligned_loss_curve`). Yields
+    ``(runs, curves)`` a chunk of runs at a time, ``curves`` of shape ``(len(runs), samples)``:
+    whole groups (``groups``, a label per run, for instance the seeds of one point whose curves
+    are averaged) in each chunk, each group's runs together and in their order. A caller that
+    wants less than every curve (a crossing of each group's mean) reduces each chunk as it comes
+    and never holds every run's curve (12288 curves of 1001 samples on the XoR grid).
 
     With ``stop_fraction``, only each curve's first fall to that fraction of its initial value is
-    wanted: the runs of a group (``groups``, a label per run, for instance the seeds of one
-    point whose curves are averaged) are descended together, groups in the order of
-    ``order_hint`` (an expected crossing time per run; NaN last), and a chunk of them stops once
-    each of its runs has fallen to the fraction; samples after that are NaN. A mean over a
-    group's curves falls to the fraction no later than its last member does, so it is exact up
-    to its crossing."""
+    wanted: groups are descended in the order of ``order_hint`` (an expected crossing time per
+    run; NaN last), and a chunk stops once each of its runs has fallen to the fraction; samples
+    after that are NaN. A mean over a group's curves falls to the fraction no later than its
+    last member does, so it is exact up to its crossing."""
     stride = phase.stride
     samples = epochs // stride + 1
     ts = np.arange(samples) * stride
@@ -278,7 +282,6 @@ def aligned_descent_curves(
         stop_levels = np.where(crossed_in_phase, np.inf, levels)
     chunks = _chunks_by_hint(runs, groups, order_hint)
     width = max(len(c) for c in chunks)
-    later = np.empty((runs, samples))
     for chunk in chunks:
         padded = np.resize(chunk, width)  # one shape for every chunk: one compilation
         part = _descent_from_starts(
@@ -287,9 +290,9 @@ def aligned_descent_curves(
             samples,
             stride,
         )
-        later[chunk] = np.asarray(part)[: len(chunk)]
-    later[:, :phase_samples] = np.where(before_start, early, later[:, :phase_samples])
-    return later
+        curves = np.array(part)[: len(chunk)]
+        curves[:, :phase_samples] = np.where(before_start[chunk], early[chunk], curves[:, :phase_samples])
+        yield chunk, curves
 
 
 def _chunks_by_hint(runs: int, groups: np.ndarray | None, order_hint: np.ndarray | None) -> list[np.ndarray]:

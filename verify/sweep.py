@@ -40,7 +40,7 @@ from gdln.numeric.prediction import TaskPredictions
 from gdln.numeric.sweep import (
     BatchedRace,
     align_points,
-    aligned_descent_curves,
+    aligned_descent_chunks,
     aligned_mode_seeds_batch,
     closed_form_race,
     mode_vectors,
@@ -283,7 +283,8 @@ def _aligned_race(
         # only each mean curve's fall to half is wanted: the descent stops there, points with an
         # early width-seeded t_half first (a hint of their order, nothing more)
         hint = None if hints is None else np.repeat(hints[name], seeds)
-        curves = aligned_descent_curves(
+        half = np.full(len(rows), np.nan)
+        for runs, curves in aligned_descent_chunks(
             compiled,
             p0,
             q0,
@@ -294,9 +295,11 @@ def _aligned_race(
             stop_fraction=0.5,
             groups=np.repeat(np.arange(len(rows)), seeds),
             order_hint=hint,
-        )
-        mean = curves.reshape(len(rows), seeds, -1).mean(axis=1)
-        found[name] = finite_crossings(ts, mean, 0.5)
+        ):
+            points = runs.reshape(-1, seeds) // seeds  # a point's seeds come together, in order
+            assert np.all(points == points[:, :1])
+            half[points[:, 0]] = finite_crossings(ts, curves.reshape(len(points), seeds, -1).mean(axis=1), 0.5)
+        found[name] = half
     return found, np.asarray(phase.epochs).reshape(len(rows), seeds)
 
 

@@ -97,6 +97,9 @@ def test_check_points_on_the_boundary_only_where_it_is_claimed():
     near = [i for i in chosen if i % 8 in (2, 3)]
     assert len(near) >= 4 and all(claimed[i] for i in near)
     assert any(not claimed[i] for i in chosen)
+    # where the theory claims none of the boundary, the checks still go next to it
+    nowhere = check_points(labels, (8, 8), 8, np.ones(64, dtype=bool), claimed=np.zeros(64, dtype=bool))
+    assert len([i for i in nowhere if i % 8 in (2, 3)]) >= 4
 
 
 def _covering_radius(chosen, shape) -> float:

@@ -106,16 +106,17 @@ def check_points(
     labels: np.ndarray, shape: tuple[int, ...], count: int, usable: np.ndarray, *, claimed: np.ndarray | None = None
 ) -> np.ndarray:
     """``count`` grid points to train at: half next to the boundary of ``labels`` where the theory
-    claims it (``claimed``, default every ``usable`` point; evenly along it), the rest spread over
-    every ``usable`` point away from them (:func:`spread_points`); deterministic.
+    claims it (``claimed``; evenly along it; the whole boundary where it claims none of it), the
+    rest spread over every ``usable`` point away from them (:func:`spread_points`); deterministic.
 
     ``gdln sweep`` claims the boundary where the theory's assumptions hold: where they fail the
     map hatches the region, and a check on the boundary there would test a prediction the theory
     does not make. The spread half still reaches the hatched region, for the validity map."""
     if count <= 0:
         return np.zeros(0, dtype=int)
-    claimed = usable if claimed is None else usable & claimed
-    boundary = np.array([i for i in boundary_points(labels, shape) if claimed[i]], dtype=int)
+    boundary = np.array([i for i in boundary_points(labels, shape) if usable[i]], dtype=int)
+    if claimed is not None and np.any(claimed[boundary]):
+        boundary = boundary[claimed[boundary]]
     near = (
         boundary[np.unique(np.linspace(0, len(boundary) - 1, min(len(boundary), count // 2)).round().astype(int))]
         if len(boundary)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import pickle
+import threading
 import weakref
 from collections.abc import Callable
 
@@ -103,30 +104,59 @@ def _compile_and_keep(run, inputs: tuple, path) -> Callable:
     return compiled
 
 
+#: held while a program is read or compiled: :func:`_compile_and_keep` switches JAX's cache
+#: folder off and on, and threads that run batches of one program (:mod:`numeric.batched_race`)
+#: read or compile it once
+_LOADING = threading.Lock()
+#: executables read from the cache folder that have not yet run once without failing
+_UNCHECKED: set[str] = set()
+
+
 def _run(f, run, configuration: tuple, inputs: tuple):
     """``run(*inputs)``; for a vector field with a ``persistent_key`` while the disk cache is on,
     through its compiled executable, read from the cache folder, else compiled now and written
     there. A warm process then neither traces diffrax nor compiles (about 0.7 s per flow
     structure). A read executable is checked by its first call: if that fails (a stale or
-    foreign entry) the entry is compiled again."""
+    foreign entry) the entry is compiled again. Safe to call from several threads: one of them
+    reads or compiles, and every call runs outside the lock."""
     name = getattr(f, "persistent_key", None)
     root = cache.cache_root()
     if name is None or root is None:
         return run(*inputs)
     digest = _digest(name, configuration, inputs)
-    if digest in _EXECUTABLES:
-        return _EXECUTABLES[digest](*inputs)
     path = root / "jax" / "executables" / f"{digest}.pickle"
-    if path.is_file():
-        try:  # gdln's own entry (see derive.cache)
-            loaded = deserialize_and_load(*pickle.loads(path.read_bytes()))
-            outputs = jax.block_until_ready(loaded(*inputs))
-            _EXECUTABLES[digest] = loaded
-            return outputs
-        except Exception:  # a stale or foreign entry: compiled again below
-            pass
-    _EXECUTABLES[digest] = _compile_and_keep(run, inputs, path)
-    return _EXECUTABLES[digest](*inputs)
+    if digest not in _EXECUTABLES:
+        with _LOADING:
+            if digest not in _EXECUTABLES:
+                loaded = _read_executable(path)
+                if loaded is None:
+                    loaded = _compile_and_keep(run, inputs, path)
+                else:
+                    _UNCHECKED.add(digest)
+                _EXECUTABLES[digest] = loaded
+    executable = _EXECUTABLES[digest]
+    if digest not in _UNCHECKED:
+        return executable(*inputs)
+    try:
+        outputs = jax.block_until_ready(executable(*inputs))
+    except Exception:  # a stale or foreign entry: compiled again
+        with _LOADING:
+            if _EXECUTABLES[digest] is executable:
+                _EXECUTABLES[digest] = _compile_and_keep(run, inputs, path)
+                _UNCHECKED.discard(digest)
+        return _EXECUTABLES[digest](*inputs)
+    _UNCHECKED.discard(digest)
+    return outputs
+
+
+def _read_executable(path) -> Callable | None:
+    """The executable written at ``path`` (gdln's own entry, see derive.cache), or ``None``."""
+    if not path.is_file():
+        return None
+    try:
+        return deserialize_and_load(*pickle.loads(path.read_bytes()))
+    except Exception:  # unreadable: compiled again
+        return None
 
 
 def _solve(f, y0, t0, t1, args, ts, rtol: float, atol: float, max_steps: int, dtmax: float | None):

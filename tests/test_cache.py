@@ -42,8 +42,13 @@ def test_constants_and_varying_expressions_keep_their_order():
 
 @pytest.fixture
 def disk_cache(tmp_path):
+    from gdln.numeric import integrate
+
     previous = cache.cache_root()
     cache.clear(tmp_path)  # forget this process's derivations: every read below is from disk
+    # and its compiled solves, which an earlier test in this process may have kept under another
+    # cache folder (they are kept by their inputs' shapes, not by folder)
+    integrate._EXECUTABLES.clear()
     cache.enable(tmp_path)
     yield tmp_path
     cache.clear(tmp_path)
@@ -174,6 +179,26 @@ def test_reduced_flow_solves_are_read_from_disk_compiled(disk_cache, monkeypatch
     again = flow.race(log_a0, training.tau, vector, training.epochs)
     assert again.crossings == first.crossings and again.final_loss == first.final_loss
     assert cache.usage(disk_cache)["jax"]["files"] >= len(stored)  # `gdln cache` counts and clears them
+
+
+def test_a_garbled_compiled_solve_is_compiled_again(disk_cache):
+    """An executable under ``jax/executables`` that cannot be read is compiled again and written
+    over, with the same race."""
+    from gdln.numeric import integrate
+
+    task = load_spec(XOR_SPEC).with_training(epochs=3000)
+    prediction = TaskPredictions(task).prediction("linear")
+    training, vector = task.training, list(task.parameters.values())
+    log_a0 = prediction.log_initial_strengths(training.init_scale)
+    first = prediction.flow.race(log_a0, training.tau, vector, training.epochs)
+    stored = sorted((disk_cache / "jax" / "executables").glob("*.pickle"))
+    assert stored
+    for path in stored:
+        path.write_bytes(b"not a pickle")
+    integrate._EXECUTABLES.clear()
+    again = prediction.flow.race(log_a0, training.tau, vector, training.epochs)
+    assert again.crossings == first.crossings and again.final_loss == first.final_loss
+    assert all(path.read_bytes() != b"not a pickle" for path in stored)
 
 
 def test_networks_sharing_a_pathway_read_its_modes_once(disk_cache, monkeypatch):

@@ -240,6 +240,27 @@ def test_batched_race_stops_as_race_does(ode_task):
     assert np.all(np.isnan(mixed.crossings[1])) and np.isnan(mixed.final_loss[1])
 
 
+def test_batched_race_in_threads_is_the_race_in_one_batch(ode_task, monkeypatch):
+    """Batches of one point each, run in threads (one per core), give every point the result
+    it has in one batch of all of them, bit for bit."""
+    import gdln.numeric.batched_race as batched
+
+    _, models = ode_task
+    prediction = models.prediction("overlap")
+    problems = [
+        prediction.flow.race_ode(np.asarray(prediction.log_initial_strengths(s)), tau, [1.0])
+        for s in (1e-2, 1e-3, 1e-4, 1e-5)
+        for tau in (50.0, 100.0)
+    ]
+    together = batched.ode_races(problems, (0.5, 0.1), 12000)
+    monkeypatch.setattr(batched, "BATCH_BYTES", 1)  # one point per batch
+    monkeypatch.setattr(batched, "_CORES", 2)
+    apart = batched.ode_races(problems, (0.5, 0.1), 12000)
+    np.testing.assert_array_equal(apart.crossings, together.crossings)
+    np.testing.assert_array_equal(apart.final_loss, together.final_loss)
+    np.testing.assert_array_equal(apart.steps, together.steps)
+
+
 @pytest.mark.slow
 def test_section4_sweep_crossings_are_the_race():
     task = load_spec(ROOT / "examples" / "section4_context.toml")

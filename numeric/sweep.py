@@ -22,6 +22,7 @@ is asked once for the whole batch (leading axis: grid points, or grid points tim
 from __future__ import annotations
 
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
 
@@ -32,7 +33,7 @@ import numpy as np
 from gdln.derive.spec import Network
 
 from .alignment import OUTPUT_FRACTION, Alignment, run_phase
-from .batched_race import ode_races
+from .batched_race import _CORES, ode_races
 from .prediction import balanced_descent_step
 from .race import CompiledNetwork, logistic_factors, strength_from_factors
 from .reduced_flow import ReducedFlow
@@ -282,7 +283,8 @@ def aligned_descent_chunks(
         stop_levels = np.where(crossed_in_phase, np.inf, levels)
     chunks = _chunks_by_hint(runs, groups, order_hint)
     width = max(len(c) for c in chunks)
-    for chunk in chunks:
+
+    def descend(chunk):
         padded = np.resize(chunk, width)  # one shape for every chunk: one compilation
         part = _descent_from_starts(
             loss,
@@ -292,7 +294,13 @@ def aligned_descent_chunks(
         )
         curves = np.array(part)[: len(chunk)]
         curves[:, :phase_samples] = np.where(before_start[chunk], early[chunk], curves[:, :phase_samples])
-        yield chunk, curves
+        return chunk, curves
+
+    # the first chunk alone compiles the descent; the others run a chunk per core at a time
+    yield descend(chunks[0])
+    if len(chunks) > 1:
+        with ThreadPoolExecutor(min(_CORES, len(chunks) - 1)) as pool:
+            yield from pool.map(descend, chunks[1:])
 
 
 def _chunks_by_hint(runs: int, groups: np.ndarray | None, order_hint: np.ndarray | None) -> list[np.ndarray]:

@@ -318,3 +318,30 @@ def test_runs_that_leave_the_batch_end_as_each_run_alone(monkeypatch):
         for mine, theirs in zip(together[:2], alone[:2]):
             np.testing.assert_allclose(mine[k], theirs[0], rtol=1e-12, atol=1e-300)
         np.testing.assert_allclose(together[4][k, :, :width], alone[4][0], rtol=1e-12, atol=0)
+
+
+def test_alignment_of_many_points_in_threads_is_the_alignment_in_one_batch(monkeypatch):
+    """``numeric.sweep.align_points`` splits its runs into a part per core: the ends are exactly
+    those of one batch, the weights and losses agree to 1e-12, and a part that ended sooner has
+    its losses carried to the same length (a run that has ended stands still)."""
+    import gdln.numeric.sweep as sweep
+
+    x = np.array([[1.0, 1.0, 0.9], [1.0, -1.0, -0.9], [-1.0, 1.0, -0.9], [-1.0, -1.0, 0.9]])
+    y = np.array([[1.0], [-1.0], [-1.0], [1.0]])
+    runs = 8
+    w1, w2 = (np.asarray(w) for w in initial_relu_weights(16, 3, 1, 1e-3, range(runs)))
+    rates = np.concatenate([np.full(4, 0.2), np.full(4, 0.002)])  # the first part ends far sooner
+    inputs, targets = np.repeat(x[None], runs, axis=0), np.repeat(y[None], runs, axis=0)
+    factors = np.array([[1.0, 3.0]] * runs)
+    monkeypatch.setattr(sweep, "_CORES", 1)
+    together = sweep.align_points(inputs, targets, w1, w2, rates, 20_000, 10, factors)
+    monkeypatch.setattr(sweep, "_CORES", 2)
+    monkeypatch.setattr(sweep, "_PHASE_PART", 4)
+    apart = sweep.align_points(inputs, targets, w1, w2, rates, 20_000, 10, factors)
+    assert together.epochs[:8].max() * 10 < together.epochs[8:].min()
+    np.testing.assert_array_equal(apart.epochs, together.epochs)
+    np.testing.assert_array_equal(apart.ended, together.ended)
+    np.testing.assert_array_equal(apart.gates, together.gates)
+    for mine, theirs in ((apart.w1, together.w1), (apart.w2, together.w2), (apart.losses, together.losses)):
+        assert mine.shape == theirs.shape
+        np.testing.assert_allclose(mine, theirs, rtol=1e-12, atol=1e-300)

@@ -30,10 +30,8 @@ every step."""
 
 from __future__ import annotations
 
-import os
 import weakref
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import jax
@@ -42,6 +40,7 @@ import numpy as np
 
 from .integrate import _run
 from .race import CROSSING_RTOL, SETTLED_TOLERANCE, STEP_BUDGET, RaceODE
+from .sharding import on_cores
 
 RUNNING, HORIZON, SETTLED, BUDGET, NOT_FINITE, FAILED = range(6)
 #: the solver state one batch of points holds, in bytes (about one core's L2 cache): on 2 CPU
@@ -49,8 +48,6 @@ RUNNING, HORIZON, SETTLED, BUDGET, NOT_FINITE, FAILED = range(6)
 #: of 4, 104 in batches of 6, 117 in batches of 16 and 145 alone; its flow of 4045 variables
 #: 215 us in batches of 3 and 325 in batches of 4 (larger batches leave the cache)
 BATCH_BYTES = 3 * 2**19
-#: the cores this process may run on: one batch per core at a time (:func:`_in_batches`)
-_CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 #: states of the ODE's size held per point (stages, step ends, crossing starts, temporaries), besides one per fraction
 _STATES_PER_POINT = 16
 #: iterations of a crossing's bracketing search (it converges in far fewer: superlinear, bisection at worst)
@@ -303,10 +300,10 @@ def _in_batches(run, inputs: tuple, size: int):
     padded with copies of its first item (every batch has one shape: one compiled program);
     outputs joined along the items.
 
-    Batches run in as many threads as this process has cores (JAX releases the interpreter while
-    a program runs; :func:`numeric.integrate._run` reads or compiles the program once). On 2 CPU
-    cores the 32 points of Section 4's init-scale race took 2.8-3.0 s so, against 5.6-5.8 s one
-    batch after another: a batch's program alone kept about 1.3 cores busy."""
+    Batches run one per core at a time (:func:`numeric.sharding.on_cores`;
+    :func:`numeric.integrate._run` reads or compiles their program once). On 2 CPU cores the 32
+    points of Section 4's init-scale race took 2.8-3.0 s so, against 5.6-5.8 s one batch after
+    another."""
     count = len(jax.tree_util.tree_leaves(inputs[0])[0])
 
     def one(start):
@@ -315,12 +312,7 @@ def _in_batches(run, inputs: tuple, size: int):
         out = run(*jax.tree_util.tree_map(lambda leaf: leaf[rows], inputs))
         return [np.asarray(x)[: min(size, count - start)] for x in (out if isinstance(out, tuple | list) else (out,))]
 
-    starts = range(0, count, size)
-    if len(starts) == 1:
-        outputs = [one(0)]
-    else:
-        with ThreadPoolExecutor(min(_CORES, len(starts))) as pool:
-            outputs = list(pool.map(one, starts))
+    outputs = list(on_cores(one, range(0, count, size)))
     return [np.concatenate(parts) for parts in zip(*outputs)]
 
 

@@ -72,13 +72,19 @@ class FlowStructure:
 
     @classmethod
     def of(cls, num_outputs: int, pathways) -> FlowStructure:
-        key = (
-            int(num_outputs),
-            tuple(
-                (p.depth, min(len(p.outputs), len(p.inputs)), len(p.inputs), tuple(int(o) for o in p.outputs))
-                for p in pathways
-            ),
+        return cls._of_key(
+            (
+                int(num_outputs),
+                tuple(
+                    (p.depth, min(len(p.outputs), len(p.inputs)), len(p.inputs), tuple(int(o) for o in p.outputs))
+                    for p in pathways
+                ),
+            )
         )
+
+    @classmethod
+    def _of_key(cls, key) -> FlowStructure:
+        """The one structure of ``key``, built on first use."""
         if key not in cls._known:
             cls._known[key] = cls(key)
         return cls._known[key]
@@ -87,10 +93,7 @@ class FlowStructure:
         """This structure with every pathway writing ``rank`` output coordinates instead of the
         target features (see :meth:`ReducedFlow.output_basis`); hidden widths are kept."""
         layout = tuple((depth, width, inputs, tuple(range(rank))) for depth, width, inputs, _ in self.key[1])
-        key = (int(rank), layout)
-        if key not in FlowStructure._known:
-            FlowStructure._known[key] = FlowStructure(key)
-        return FlowStructure._known[key]
+        return self._of_key((int(rank), layout))
 
     def last_layers(self, y: np.ndarray, transform) -> np.ndarray:
         """The flattened state ``y`` (rows: states) with each pathway's last layer ``W_D`` replaced

@@ -22,7 +22,6 @@ is asked once for the whole batch (leading axis: grid points, or grid points tim
 from __future__ import annotations
 
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
 
@@ -32,8 +31,9 @@ import numpy as np
 
 from gdln.derive.spec import Network
 
+from . import sharding
 from .alignment import OUTPUT_FRACTION, Alignment, run_phase
-from .batched_race import _CORES, ode_races
+from .batched_race import ode_races
 from .prediction import balanced_descent_step
 from .race import CompiledNetwork, logistic_factors, strength_from_factors
 from .reduced_flow import ReducedFlow
@@ -168,19 +168,14 @@ def align_points(inputs, targets, w1s, w2s, learning_rates, horizon: int, stride
         thresholds,
         None if factors is None else np.asarray(factors, np.float64),
     ]
-    # the runs are independent: a part per core, each its own batch (one batch's program keeps
-    # about 1.3 of 2 cores busy)
-    parts = np.array_split(np.arange(len(thresholds)), max(1, min(_CORES, len(thresholds) // _PHASE_PART)))
+    # the runs are independent: a part per core, each its own batch
+    parts = np.array_split(np.arange(len(thresholds)), max(1, min(sharding.CORES, len(thresholds) // _PHASE_PART)))
 
     def phase_of(rows):
         w1, w2, x, y, rates, limits, scale = (None if a is None else a[rows] for a in per_run)
         return run_phase(w1, w2, x, y, rates, limits, horizon, stride, scale)
 
-    if len(parts) == 1:
-        outputs = [phase_of(parts[0])]
-    else:
-        with ThreadPoolExecutor(len(parts)) as pool:
-            outputs = list(pool.map(phase_of, parts))
+    outputs = list(sharding.on_cores(phase_of, parts))
     w1, w2, ended, epochs = (np.concatenate([piece[k] for piece in outputs]) for k in range(4))
     # a part whose runs all ended sooner recorded fewer samples: a run that has ended stands
     # still, as it would in one batch (run_phase), so its last loss repeats
@@ -322,10 +317,7 @@ def aligned_descent_chunks(
         return chunk, curves
 
     # the first chunk alone compiles the descent; the others run a chunk per core at a time
-    yield descend(chunks[0])
-    if len(chunks) > 1:
-        with ThreadPoolExecutor(min(_CORES, len(chunks) - 1)) as pool:
-            yield from pool.map(descend, chunks[1:])
+    yield from sharding.on_cores(descend, chunks, first_alone=True)
 
 
 def _chunks_by_hint(runs: int, groups: np.ndarray | None, order_hint: np.ndarray | None) -> list[np.ndarray]:

@@ -324,6 +324,7 @@ def test_alignment_of_many_points_in_threads_is_the_alignment_in_one_batch(monke
     """``numeric.sweep.align_points`` splits its runs into a part per core: the ends are exactly
     those of one batch, the weights and losses agree to 1e-12, and a part that ended sooner has
     its losses carried to the same length (a run that has ended stands still)."""
+    import gdln.numeric.sharding as sharding
     import gdln.numeric.sweep as sweep
 
     x = np.array([[1.0, 1.0, 0.9], [1.0, -1.0, -0.9], [-1.0, 1.0, -0.9], [-1.0, -1.0, 0.9]])
@@ -333,9 +334,9 @@ def test_alignment_of_many_points_in_threads_is_the_alignment_in_one_batch(monke
     rates = np.concatenate([np.full(4, 0.2), np.full(4, 0.002)])  # the first part ends far sooner
     inputs, targets = np.repeat(x[None], runs, axis=0), np.repeat(y[None], runs, axis=0)
     factors = np.array([[1.0, 3.0]] * runs)
-    monkeypatch.setattr(sweep, "_CORES", 1)
+    monkeypatch.setattr(sharding, "CORES", 1)
     together = sweep.align_points(inputs, targets, w1, w2, rates, 20_000, 10, factors)
-    monkeypatch.setattr(sweep, "_CORES", 2)
+    monkeypatch.setattr(sharding, "CORES", 2)
     monkeypatch.setattr(sweep, "_PHASE_PART", 4)
     apart = sweep.align_points(inputs, targets, w1, w2, rates, 20_000, 10, factors)
     assert together.epochs[:8].max() * 10 < together.epochs[8:].min()

@@ -240,10 +240,41 @@ def test_batched_race_stops_as_race_does(ode_task):
     assert np.all(np.isnan(mixed.crossings[1])) and np.isnan(mixed.final_loss[1])
 
 
+def test_on_cores_yields_in_order_and_holds_few_results(monkeypatch):
+    """``numeric.sharding.on_cores``: results in the items' order; the first item done before any
+    other starts with ``first_alone``; and no more than one result beyond the cores waits for a
+    caller that consumes slowly."""
+    import threading
+    import time
+
+    import gdln.numeric.sharding as sharding
+
+    monkeypatch.setattr(sharding, "CORES", 2)
+    started, lock = [], threading.Lock()
+
+    def work(item):
+        with lock:
+            started.append(item)
+        time.sleep(0.002 * (5 - item % 5))  # later items finish sooner
+        return item * item
+
+    results = []
+    for result in sharding.on_cores(work, range(10), first_alone=True):
+        with lock:
+            # items started but not yet handed to this loop: at most the cores plus one
+            assert len(started) - len(results) <= sharding.CORES + 1
+        results.append(result)
+        if len(results) == 1:
+            assert started == [0]  # the first ran alone
+        time.sleep(0.01)
+    assert results == [k * k for k in range(10)]
+
+
 def test_batched_race_in_threads_is_the_race_in_one_batch(ode_task, monkeypatch):
     """Batches of one point each, run in threads (one per core), give every point the result
     it has in one batch of all of them, bit for bit."""
     import gdln.numeric.batched_race as batched
+    import gdln.numeric.sharding as sharding
 
     _, models = ode_task
     prediction = models.prediction("overlap")
@@ -254,7 +285,7 @@ def test_batched_race_in_threads_is_the_race_in_one_batch(ode_task, monkeypatch)
     ]
     together = batched.ode_races(problems, (0.5, 0.1), 12000)
     monkeypatch.setattr(batched, "BATCH_BYTES", 1)  # one point per batch
-    monkeypatch.setattr(batched, "_CORES", 2)
+    monkeypatch.setattr(sharding, "CORES", 2)
     apart = batched.ode_races(problems, (0.5, 0.1), 12000)
     np.testing.assert_array_equal(apart.crossings, together.crossings)
     np.testing.assert_array_equal(apart.final_loss, together.final_loss)

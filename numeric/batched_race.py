@@ -4,7 +4,7 @@ the exact reduced flow of one network at many points), one compiled program for 
 
 Every point of a batch steps in one vmapped loop: Tsit5 (diffrax's tableau) with diffrax's PID
 step size controller at ``ode_race``'s tolerances, each point with its own steps, start
-``t0``, ``y0`` and ``dtmax``. Per point the loop keeps only its current state, its loss, and
+``t0``, ``y0`` and absolute tolerance. Per point the loop keeps only its current state, its loss, and
 per fraction the accepted step within which that fraction's level is first crossed (the
 step's start state and both its ends); memory does not grow with the number of steps. A point
 stops as ``ode_race`` stops it: at the horizon; once settled (its loss within
@@ -19,8 +19,7 @@ first step tries the whole interval, as the accepted step did), all crossings of
 once: regula falsi with the Illinois modification, safeguarded by bisection, down to
 ``CROSSING_RTOL`` of the crossing time, as ``ode_race``'s brentq.
 
-Points run in batches of a few (:data:`BATCH_BYTES`), those whose steps ``dtmax`` bounds apart
-from the others, so that a batch seldom waits for one of its points.
+Points run in batches of a few (:data:`BATCH_BYTES`).
 
 The batch runs its own loop rather than ``diffrax.diffeqsolve`` under ``vmap``: on Section 4's
 flow of 2413 variables, a step of a vmapped ``diffeqsolve`` over 4 points took 222 us of CPU
@@ -38,6 +37,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from . import sharding
 from .integrate import _run
 from .race import CROSSING_RTOL, SETTLED_TOLERANCE, STEP_BUDGET, RaceODE
 from .sharding import on_cores
@@ -74,7 +74,7 @@ class RaceBatch:
     steps: np.ndarray
 
 
-def _stepper(f, rtol: float, atol: float):
+def _stepper(f, rtol: float):
     """``(begin, attempt)`` for ``dy/dt = f(t, y, args)``: ``begin`` gives the first step's end and
     the controller's state (diffrax's initial step when ``dt0`` is ``None``); ``attempt`` makes
     one Tsit5 step and lets diffrax's PID controller accept it and choose the next, as
@@ -90,18 +90,18 @@ def _stepper(f, rtol: float, atol: float):
     # first same as last: the last stage is evaluated at the step's end, which the next step starts from
     assert tableau.fsal and np.array_equal(a_lower[-1], b_sol[:-1]) and b_sol[-1] == 0 and c[-1] == 1
 
-    def controller(dtmax):
-        return diffrax.PIDController(rtol=rtol, atol=atol, dtmax=dtmax)
+    def controller(atol):
+        return diffrax.PIDController(rtol=rtol, atol=atol)
 
-    def begin(t0, t1, y0, args, dtmax, dt0=None):
-        tnext, state = controller(dtmax).init(terms, t0, t1, y0, dt0, args, solver.func, order)
+    def begin(t0, t1, y0, args, atol, dt0=None):
+        tnext, state = controller(atol).init(terms, t0, t1, y0, dt0, args, solver.func, order)
         return jnp.minimum(tnext, t1), jax.tree_util.tree_map(jnp.asarray, state)
 
     def combine(y, h, coefficients, stages):
         terms_ = [coefficient * k for coefficient, k in zip(coefficients, stages) if coefficient != 0]
         return y + h * sum(terms_[1:], terms_[0])
 
-    def attempt(t, tnext, y, k, state, args, dtmax, t1, floor):
+    def attempt(t, tnext, y, k, state, args, atol, t1, floor):
         h = tnext - t
         stages = [k]
         for row, fraction in zip(a_lower, c):
@@ -110,7 +110,7 @@ def _stepper(f, rtol: float, atol: float):
         y1 = stage_y  # the last stage's input is the step's end (first same as last)
         error = combine(jnp.zeros_like(y), h, b_error, stages)
         error = jnp.where(jnp.isnan(error), jnp.inf, error)
-        keep, tprev, tn, _, state, _ = controller(dtmax).adapt_step_size(t, tnext, y, y1, args, error, order, state)
+        keep, tprev, tn, _, state, _ = controller(atol).adapt_step_size(t, tnext, y, y1, args, error, order, state)
         tprev = jnp.minimum(tprev, t1)
         tn = jnp.where(tn > floor, jnp.where(keep, t1, tprev + 0.5 * (t1 - tprev)), tn)
         return keep, tprev, tn, y1, stages[-1], jax.tree_util.tree_map(jnp.asarray, state)
@@ -123,23 +123,23 @@ def _floor(t1):
     return t1 - 100 * (jnp.nextafter(t1, jnp.inf) - t1)
 
 
-def _programs(f, loss, rtol: float, atol: float):
+def _programs(f, loss, rtol: float):
     known = _PROGRAMS.setdefault(f, {})
-    key = (loss, float(rtol), float(atol))
+    key = (loss, float(rtol))
     if key not in known:
         known[key] = (
-            jax.jit(jax.vmap(_race_one(f, loss, rtol, atol), in_axes=(0,) * 8 + (None,) * 3)),
-            jax.jit(jax.vmap(_crossing_one(f, loss, rtol, atol), in_axes=(0,) * 8)),
+            jax.jit(jax.vmap(_race_one(f, loss, rtol), in_axes=(0,) * 8 + (None,) * 3)),
+            jax.jit(jax.vmap(_crossing_one(f, loss, rtol), in_axes=(0,) * 8)),
         )
     return known[key]
 
 
-def _race_one(f, loss, rtol: float, atol: float):
+def _race_one(f, loss, rtol: float):
     """One point's race (vmapped over points by :func:`_programs`)."""
 
-    def race(y0, t0, args, loss_args, levels, initial, minimum, dtmax, horizon, floor, budget):
-        begin, attempt = _stepper(f, rtol, atol)
-        tnext, state = begin(t0, horizon, y0, args, dtmax)
+    def race(y0, t0, args, loss_args, levels, initial, minimum, atol, horizon, floor, budget):
+        begin, attempt = _stepper(f, rtol)
+        tnext, state = begin(t0, horizon, y0, args, atol)
         count = levels.shape[0]
         carry = {
             "t": t0,
@@ -160,7 +160,7 @@ def _race_one(f, loss, rtol: float, atol: float):
 
         def body(s):
             keep, tprev, tn, y1, k1, state = attempt(
-                s["t"], s["tnext"], s["y"], s["k"], s["state"], args, dtmax, horizon, floor
+                s["t"], s["tnext"], s["y"], s["k"], s["state"], args, atol, horizon, floor
             )
             loss1 = loss(y1, *loss_args)
             bad = keep & ~jnp.isfinite(loss1)
@@ -202,19 +202,19 @@ def _race_one(f, loss, rtol: float, atol: float):
     return race
 
 
-def _crossing_one(f, loss, rtol: float, atol: float):
+def _crossing_one(f, loss, rtol: float):
     """One crossing within one accepted step (vmapped over crossings by :func:`_programs`): the
     time in ``[t_start, t_end]`` at which the loss of fresh solves from ``(t_start, y_start)``
     falls to ``level``, where it lies above ``level`` at ``t_start`` and at ``loss_end <= level``
     at ``t_end``. NaN if a fresh solve fails or gives a loss that is not finite."""
 
-    def crossing(t_start, y_start, t_end, loss_end, level, args, loss_args, dtmax):
-        begin, attempt = _stepper(f, rtol, atol)
+    def crossing(t_start, y_start, t_end, loss_end, level, args, loss_args, atol):
+        begin, attempt = _stepper(f, rtol)
         k_start = f(t_start, y_start, args)
 
         def state_at(t1):
             floor = _floor(t1)
-            tnext, state = begin(t_start, t1, y_start, args, dtmax, t1 - t_start)
+            tnext, state = begin(t_start, t1, y_start, args, atol, t1 - t_start)
             tnext = jnp.where(tnext > floor, t1, tnext)
             carry = (t_start, tnext, y_start, k_start, state, jnp.zeros((), jnp.int64))
 
@@ -224,7 +224,7 @@ def _crossing_one(f, loss, rtol: float, atol: float):
 
             def body(s):
                 t, tnext, y, k, state, attempts = s
-                keep, tprev, tn, y1, k1, state = attempt(t, tnext, y, k, state, args, dtmax, t1, floor)
+                keep, tprev, tn, y1, k1, state = attempt(t, tnext, y, k, state, args, atol, t1, floor)
                 return (
                     jnp.where(keep, tprev, t),
                     tn,
@@ -288,7 +288,13 @@ def _crossing_one(f, loss, rtol: float, atol: float):
 
 
 def _batch_size(points: int, state_size: int, fractions: int) -> int:
-    return max(1, min(points, BATCH_BYTES // ((_STATES_PER_POINT + fractions) * max(state_size, 1) * 8)))
+    """Points per batch: at most what :data:`BATCH_BYTES` holds, in a whole number of rounds of
+    batches over the cores, as even as that allows (Section 4's 32 points: 4 batches of 8, not
+    3 of 9 and one of 5 padded to 9)."""
+    most = max(1, BATCH_BYTES // ((_STATES_PER_POINT + fractions) * max(state_size, 1) * 8))
+    batches = -(-points // most)
+    batches = -(-batches // sharding.CORES) * sharding.CORES
+    return max(1, -(-points // batches))
 
 
 def _stack(trees):
@@ -320,7 +326,7 @@ def ode_races(
     problems: Sequence[RaceODE], fractions: Sequence[float], horizon: float, budget: int = STEP_BUDGET
 ) -> RaceBatch:
     """:func:`numeric.race.ode_race` of every problem (one network at many points: one vector
-    field, one loss, one state size, the same tolerances), solved together (see the module
+    field, one loss, one state size, one relative tolerance), solved together (see the module
     docstring); the result of point ``k`` is that of ``problems[k].race(fractions, horizon)``
     up to the solvers' tolerances."""
     count, fractions = len(problems), tuple(float(x) for x in fractions)
@@ -328,10 +334,8 @@ def ode_races(
         empty = np.zeros(0)
         return RaceBatch(empty, np.zeros((0, len(fractions))), empty, empty, np.zeros(0, dtype=int))
     first = problems[0]
-    if any(
-        (p.f is not first.f) or (p.loss != first.loss) or (p.rtol, p.atol) != (first.rtol, first.atol) for p in problems
-    ):
-        raise ValueError("ode_races: the problems must share one vector field, loss and tolerances")
+    if any((p.f is not first.f) or (p.loss != first.loss) or p.rtol != first.rtol for p in problems):
+        raise ValueError("ode_races: the problems must share one vector field, loss and relative tolerance")
     initial = np.array([p.initial_loss for p in problems], dtype=np.float64)
     crossings = np.full((count, len(fractions)), np.nan)
     final = np.full(count, np.nan)
@@ -340,18 +344,14 @@ def ode_races(
     usable = np.flatnonzero(np.isfinite(initial) & (initial > 0))
     if not len(usable):
         return RaceBatch(initial, crossings, final, stopped, steps)
-    # points whose steps are bounded by dtmax take at least (horizon - t0) / dtmax of them: they
-    # share batches, so that the others do not wait for them
-    floor_steps = [(horizon - problems[int(k)].t0) / (problems[int(k)].dtmax or np.inf) for k in usable]
-    usable = usable[np.argsort(floor_steps, kind="stable")]
     chosen = [problems[int(k)] for k in usable]
     minimum = np.array([_nan_if_none(p.minimum_loss()) for p in chosen], dtype=np.float64)
-    dtmax = np.array([np.inf if p.dtmax is None else p.dtmax for p in chosen], dtype=np.float64)
+    atol = np.array([p.atol for p in chosen], dtype=np.float64)
     levels = initial[usable, None] * np.asarray(fractions)[None, :]
     state_size = int(np.size(first.y0))
     size = _batch_size(len(chosen), state_size, len(fractions))
-    race, crossing = _programs(first.f, first.loss, first.rtol, first.atol)
-    configuration = ("ode_races", first.rtol, first.atol)
+    race, crossing = _programs(first.f, first.loss, first.rtol)
+    configuration = ("ode_races", first.rtol)
     horizon = float(horizon)
     floor = float(np.asarray(_floor(jnp.float64(horizon))))
 
@@ -369,7 +369,7 @@ def ode_races(
             levels,
             initial[usable],
             minimum,
-            dtmax,
+            atol,
         ),
         size,
     )
@@ -388,7 +388,7 @@ def ode_races(
                 levels[points, which],
                 _stack([chosen[int(k)].args for k in points]),
                 _stack([chosen[int(k)].loss_args for k in points]),
-                dtmax[points],
+                atol[points],
             ),
             _batch_size(len(points), state_size, 0),
         )[0]

@@ -31,16 +31,18 @@ _SOLVERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _EXECUTABLES: dict[str, Callable] = {}
 
 
-def _solver(f, every_step: bool, rtol: float, atol: float, max_steps: int, bounded: bool):
-    """``run(y0, t0, t1, args, ts, dtmax) -> (ts, ys, ok)``: one Tsit5 solve of
+def _solver(f, every_step: bool, rtol: float, max_steps: int):
+    """``run(y0, t0, t1, args, ts, atol) -> (ts, ys, ok)``: one Tsit5 solve of
     ``dy/dt = f(t, y, args)`` (x64, PID steps), saved at every accepted step or at ``ts``; ``ok``
     is false where the solver failed before ``t1`` (saving every step, running out of
-    ``max_steps`` ends a segment and is not a failure)."""
+    ``max_steps`` ends a segment and is not a failure). The absolute tolerance is an input, not
+    part of the program: flows scale it to their smallest starting component
+    (:meth:`numeric.reduced_flow.ReducedFlow.start`), a different value at every seed."""
     known = _SOLVERS.setdefault(f, {})
-    key = (every_step, rtol, atol, max_steps, bounded)
+    key = (every_step, rtol, max_steps)
     if key not in known:
 
-        def run(y0, t0, t1, args, ts, dtmax):
+        def run(y0, t0, t1, args, ts, atol):
             import diffrax  # when traced: a warm process reads compiled solves and never imports it (0.45 s)
 
             solution = diffrax.diffeqsolve(
@@ -52,7 +54,7 @@ def _solver(f, every_step: bool, rtol: float, atol: float, max_steps: int, bound
                 y0=y0,
                 args=args,
                 saveat=diffrax.SaveAt(steps=True) if every_step else diffrax.SaveAt(ts=ts),
-                stepsize_controller=diffrax.PIDController(rtol=rtol, atol=atol, dtmax=dtmax if bounded else None),
+                stepsize_controller=diffrax.PIDController(rtol=rtol, atol=atol),
                 max_steps=max_steps,
                 throw=False,
             )
@@ -159,16 +161,16 @@ def _read_executable(path) -> Callable | None:
         return None
 
 
-def _solve(f, y0, t0, t1, args, ts, rtol: float, atol: float, max_steps: int, dtmax: float | None):
+def _solve(f, y0, t0, t1, args, ts, rtol: float, atol: float, max_steps: int):
     """Solve from ``y0`` at ``t0`` to ``t1``; saved at ``ts``, or at every accepted step when ``ts`` is ``None``."""
-    configuration = (ts is None, float(rtol), float(atol), int(max_steps), dtmax is not None)
+    configuration = (ts is None, float(rtol), int(max_steps))
     inputs = (
         np.asarray(y0, dtype=np.float64),
         jnp.float64(t0),
         jnp.float64(t1),
         args,
         jnp.zeros(1) if ts is None else ts,
-        jnp.float64(0.0 if dtmax is None else dtmax),
+        jnp.float64(atol),
     )
     return _run(f, _solver(f, *configuration), configuration, inputs)
 
@@ -181,11 +183,10 @@ def integrate_ode(
     rtol: float = 1e-10,
     atol: float = 1e-14,
     max_steps: int = 1_000_000,
-    dtmax: float | None = None,
 ):
     """Solve ``dy/dt = f(t, y, args)`` from ``y0`` at ``ts[0]``; returns ``y`` at every ``ts`` (rows)."""
     ts = jnp.asarray(ts, dtype=jnp.float64)
-    _, states, ok = _solve(f, y0, ts[0], ts[-1], args, ts, rtol, atol, max_steps, dtmax)
+    _, states, ok = _solve(f, y0, ts[0], ts[-1], args, ts, rtol, atol, max_steps)
     if not bool(ok):
         raise RuntimeError(f"the solver failed between epochs {float(ts[0]):.6g} and {float(ts[-1]):.6g}")
     return states
@@ -203,7 +204,6 @@ def solver_steps(
     rtol: float = 1e-10,
     atol: float = 1e-14,
     steps: int = _STEPS_PER_SEGMENT,
-    dtmax: float | None = None,
 ):
     """Up to ``steps`` accepted Tsit5 steps of ``dy/dt = f(t, y, args)`` from ``y0`` at ``t0``
     towards ``t1``: ``(ts, ys)`` at the end of every accepted step (numpy, finite rows only).
@@ -211,21 +211,21 @@ def solver_steps(
     The step sequence depends only on ``f``, ``y0``, ``t0`` and the tolerances, never on
     ``t1`` beyond clipping the last step at it, so quantities read off these steps do not
     depend on the horizon. Call again from the last row to continue."""
-    times, states, ok = _solve(f, y0, t0, t1, args, None, rtol, atol, steps, dtmax)
+    times, states, ok = _solve(f, y0, t0, t1, args, None, rtol, atol, steps)
     ts = np.asarray(times)
     keep = np.isfinite(ts)
     failed = not bool(ok)
     return ts[keep], np.asarray(states)[keep], failed
 
 
-def integrate_to(f, y0, t0, t1, args, rtol: float = 1e-10, atol: float = 1e-14, dtmax: float | None = None):
+def integrate_to(f, y0, t0, t1, args, rtol: float = 1e-10, atol: float = 1e-14):
     """``y(t1)`` of ``dy/dt = f(t, y, args)`` from ``y0`` at ``t0``.
 
     Runs through :func:`solver_steps`, segment by segment, so it reuses that solve's trace and
     compiled program instead of tracing a second diffrax solve per ODE (about a second each)."""
     t, y = float(t0), np.asarray(y0, dtype=np.float64)
     while t < t1:
-        ts, ys, failed = solver_steps(f, y, t, t1, args, rtol, atol, dtmax=dtmax)
+        ts, ys, failed = solver_steps(f, y, t, t1, args, rtol, atol)
         if failed or not len(ts):
             raise RuntimeError(f"the solver failed between epochs {t:.6g} and {t1:.6g}")
         t, y = float(ts[-1]), ys[-1]

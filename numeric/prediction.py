@@ -30,7 +30,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import sympy
-from jax.flatten_util import ravel_pytree
 from jaxtyping import Array, Float
 
 from gdln.derive import cache
@@ -236,7 +235,7 @@ class Prediction:
             width = len(basis[p][0])
             logs.append(_log(p0[position : position + width] / 4))
             position += width
-        y0 = jnp.asarray(ravel_pytree(flow._chains_at(logs, values))[0])
+        y0 = jnp.asarray(flow._flat(flow._chains_at(logs, values)))
         args = flow.ode_args(1.0 / learning_rate, values)
         if time == GRADIENT_DESCENT:
             losses = flow.structure.descent_losses(

@@ -139,7 +139,6 @@ def ode_race(
     rtol: float = 1e-10,
     atol: float = 1e-14,
     budget: int = STEP_BUDGET,
-    dtmax: float | None = None,
 ) -> RaceResult:
     """Crossings of ``fractions * initial_loss`` by the loss along ``dy/dt = f(t, y, args)`` from
     ``y0`` at ``t0``, with no sampling grid.
@@ -169,7 +168,7 @@ def ode_race(
     t, y, steps = float(t0), np.asarray(y0, dtype=np.float64), 0
     loss = float(loss_of_state(np.asarray(y)[None])[0])
     while t < horizon:
-        ts, ys, failed = solver_steps(f, y, t, horizon, args, rtol, atol, dtmax=dtmax)
+        ts, ys, failed = solver_steps(f, y, t, horizon, args, rtol, atol)
         losses = np.asarray(loss_of_state(np.asarray(ys))) if len(ts) else np.zeros(0)
         bad = ~np.isfinite(losses)
         if failed or bad.any():
@@ -185,7 +184,7 @@ def ode_race(
             def excess(time, t_start=t_start, y_start=y_start, level=level):
                 if time <= t_start:
                     return float(loss_of_state(np.asarray(y_start)[None])[0]) - level
-                state = integrate_to(f, y_start, t_start, time, args, rtol, atol, dtmax=dtmax)
+                state = integrate_to(f, y_start, t_start, time, args, rtol, atol)
                 return float(loss_of_state(state[None])[0]) - level
 
             end = float(ts[i])
@@ -230,7 +229,8 @@ class RaceODE:
     ``loss(y, *loss_args)`` is one state's loss (traceable: :func:`numeric.batched_race.ode_races`
     evaluates it inside its program), ``loss_of_states(ys)`` the loss of many rows on the host
     (:func:`ode_race`); ``minimum_loss()`` the least loss the network can reach (``None`` if
-    unknown), computed when first needed; ``dtmax`` the largest solver step (``None``: none)."""
+    unknown), computed when first needed; ``atol`` may differ from point to point (a flow scales
+    it to its smallest starting component), ``rtol`` is one per program."""
 
     f: Callable
     y0: np.ndarray
@@ -241,7 +241,6 @@ class RaceODE:
     loss_of_states: Callable
     initial_loss: float
     minimum_loss: Callable[[], float | None]
-    dtmax: float | None = None
     rtol: float = 1e-10
     atol: float = 1e-14
 
@@ -260,7 +259,6 @@ class RaceODE:
             rtol=self.rtol,
             atol=self.atol,
             budget=budget,
-            dtmax=self.dtmax,
         )
 
 
@@ -442,8 +440,9 @@ class CompiledNetwork:
 
         return jax.jit(terms)
 
-    def race_ode(self, log_a0: Float[ArrayLike, " modes"], tau: float, values: Values) -> RaceODE:
-        """The race ODE in ``log a`` (:attr:`log_ode`) from seeds ``log a0``, as :func:`ode_race` reads it."""
+    def race_ode(self, log_a0: Float[ArrayLike, " modes"], tau: float, values: Values, rtol: float = 1e-10) -> RaceODE:
+        """The race ODE in ``log a`` (:attr:`log_ode`) from seeds ``log a0``, as :func:`ode_race`
+        reads it, solved to ``rtol``."""
         values = tuple(float(v) for v in values)
         log_a0 = np.asarray(log_a0, dtype=np.float64)
         loss_args = tuple(jnp.float64(v) for v in values)
@@ -461,6 +460,7 @@ class CompiledNetwork:
             loss_of_states=loss_of_states,
             initial_loss=float(loss_of_states(jnp.asarray(log_a0)[None])[0]),
             minimum_loss=lambda: self.minimum_loss(values),
+            rtol=rtol,
         )
 
     def race(

@@ -44,6 +44,12 @@ from .types import ArrayLike, Float
 #: bisection ends on adjacent floats
 BISECTION_STEPS = 64
 
+#: the relative tolerance of the sweep's ODE races, looser than ``race``'s 1e-10: a map needs
+#: crossings within 1e-6 of race's (tested), and at 1e-8 Section 4's race at 32 init scales
+#: (1e-6 to 1e-2) came within 5e-10 of a solve at 1e-12 in 296 steps a point, where 1e-10
+#: took 651 (within 7e-12)
+SWEEP_RTOL = 1e-8
+
 
 def _closed_form_program(compiled: CompiledNetwork):
     """The jitted batched race of ``compiled`` (one per network, kept on the object)."""
@@ -127,14 +133,16 @@ def ode_race_points(
     tau: Float[ArrayLike, " points"],
     horizon: float,
     fractions=(0.5, 0.1),
+    *,
+    rtol: float = SWEEP_RTOL,
 ) -> BatchedRace:
     """``engine.race`` (the race ODE of a :class:`numeric.race.CompiledNetwork` without closed
-    forms, or a :class:`numeric.reduced_flow.ReducedFlow`) at every point, its ODEs solved in
-    batched solves (:func:`numeric.batched_race.ode_races`). A flow still in its linear phase at the
-    horizon needs no solve: those points are ``engine.race`` itself."""
+    forms, or a :class:`numeric.reduced_flow.ReducedFlow`) at every point, its ODEs solved to
+    ``rtol`` in batched solves (:func:`numeric.batched_race.ode_races`). A flow still in its
+    linear phase at the horizon needs no solve: those points are ``engine.race`` itself."""
     values, log_a0, tau = (np.asarray(x, dtype=np.float64) for x in (values, log_a0, tau))
     count = len(tau)
-    problems = [engine.race_ode(log_a0[k], float(tau[k]), values[k]) for k in range(count)]
+    problems = [engine.race_ode(log_a0[k], float(tau[k]), values[k], rtol) for k in range(count)]
     initial, crossings, final = np.empty(count), np.full((count, len(fractions)), np.nan), np.full(count, np.nan)
     solved = [k for k in range(count) if problems[k].t0 < horizon]
     for k in sorted(set(range(count)) - set(solved)):

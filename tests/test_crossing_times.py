@@ -336,6 +336,23 @@ def test_reduced_flow_crossings_agree_with_a_fine_grid_and_ignore_the_horizon(ov
     )
 
 
+@pytest.mark.parametrize("init", [1e-5, 1e-6])
+def test_reduced_flow_tiny_factors_stay_under_relative_control(overlap, init):
+    """A flow whose smallest starting layer factor lies below ``atol / rtol`` solves with its
+    absolute tolerance lowered to ``rtol`` times that factor (``relative_floor``): its crossings
+    agree with a solve at a hundred times tighter tolerances."""
+    _, models = overlap
+    flow = models.prediction("overlap").flow
+    log_a0 = pathway_log_initial_strengths(flow.derivation.network, init)
+    problem = flow.race_ode(log_a0, TAU, [1.0])
+    scale = flow.start(log_a0, TAU, [1.0])[2]
+    assert scale < 1e-14 / 1e-10 and problem.atol == pytest.approx(1e-10 * scale, rel=1e-12)
+    default = flow.race(log_a0, TAU, [1.0], 10**6)
+    tight = flow.race(log_a0, TAU, [1.0], 10**6, rtol=1e-12)
+    for fraction in (0.5, 0.1):
+        assert default.crossings[fraction] == pytest.approx(tight.crossings[fraction], rel=1e-9)
+
+
 @pytest.mark.parametrize("init", [1e-8, 1e-100, 1e-200])
 def test_reduced_flow_from_tiny_seeds(overlap, init):
     """Seeds below LINEAR_PHASE_END start the flow at the analytic end of the linear phase; the

@@ -141,11 +141,13 @@ def flow_step_costs(prediction, task, evaluations: int = 500) -> dict:
     """One evaluation of the flow's right-hand side (``evaluations`` of them in one compiled loop,
     per evaluation), alone and per point of a vmapped batch as large as the batched race's; and
     one accepted step of the batched race (:func:`numeric.batched_race.ode_races`) per point, on
-    a batch of identical points (the task's own init scale), crossings included."""
+    a batch of identical points (the task's own init scale), crossings included, in one batch on
+    one core."""
     import jax
     import jax.numpy as jnp
 
     from bench.bench_race import timed
+    from gdln.numeric import sharding
     from gdln.numeric.batched_race import _batch_size, ode_races
     from gdln.verify.sweep import FRACTIONS
 
@@ -167,8 +169,13 @@ def flow_step_costs(prediction, task, evaluations: int = 500) -> dict:
     rhs = timed(lambda: alone(one, problem.args)) / evaluations
     rhs_batched = timed(lambda: together(batch, stacked)) / evaluations / size
     problems = [problem] * size
-    steps = int(ode_races(problems, FRACTIONS, training.epochs).steps[0])
-    step = timed(lambda: ode_races(problems, FRACTIONS, training.epochs).final_loss) / size / steps
+    # one batch on one core, as the right-hand side is timed (the race itself runs a batch per core)
+    cores, sharding.CORES = sharding.CORES, 1
+    try:
+        steps = int(ode_races(problems, FRACTIONS, training.epochs).steps[0])
+        step = timed(lambda: ode_races(problems, FRACTIONS, training.epochs).final_loss) / size / steps
+    finally:
+        sharding.CORES = cores
     return {
         "flow_variables": int(problem.y0.size),
         "flow_batch": size,

@@ -36,7 +36,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bench.bench_race import matmul_peak, timed  # best of a few runs, blocked until ready
+from bench.bench_race import matmul_peak, timed, training_seconds  # best of a few runs, blocked until ready
 from bench.bench_sweep import sweep_benchmarks
 from bench.tables import as_markdown, as_text, report_tables
 from gdln.derive.cache import CACHE_ENV
@@ -158,8 +158,7 @@ def theory_against_training() -> dict:
     runs = {}
     for dtype in ("float64", "float32"):
         run = lambda dtype=dtype: train_network(task, "relu", seeds=1, models=models, dtype=dtype)[0].losses  # noqa: E731
-        run()
-        runs[dtype] = timed(run, repeat=1)
+        runs[dtype] = training_seconds(run)
     training_run = runs["float64"]
     return {
         "race_cold_process_seconds": cold,

@@ -37,6 +37,14 @@ def timed(fn, repeat=3):
     return best
 
 
+def training_seconds(run) -> float:
+    """Seconds of one training run ``run()``: the best of three after one that compiles. The
+    first runs after compiling take up to twice as long as the rest (Section 4: 2.8-3.0 s
+    against 1.4-1.5 s on 2 cores), and a ratio against one of them would flatter the theory."""
+    run()
+    return timed(run, repeat=3)
+
+
 def matmul_peak(dtype, size: int = 1024) -> float:
     """GFLOP/s of one large square matrix product in ``dtype`` on this machine, now."""
     a = jax.random.normal(jax.random.PRNGKey(0), (size, size), dtype=dtype)

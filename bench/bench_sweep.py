@@ -48,7 +48,7 @@ def sweep_benchmarks(quick: bool = False) -> dict:
     import jax.numpy as jnp
     import numpy as np
 
-    from bench.bench_race import matmul_peak, timed
+    from bench.bench_race import matmul_peak, timed, training_seconds
     from gdln.derive.spec import load_spec
     from gdln.numeric.prediction import TaskPredictions
     from gdln.numeric.training import initial_relu_weights, train_relu_points
@@ -69,8 +69,7 @@ def sweep_benchmarks(quick: bool = False) -> dict:
     _aligned_race(models, grid, rows, (inputs, targets), hints)  # compile
     aligned = timed(lambda: _aligned_race(models, grid, rows, (inputs, targets), hints), repeat=1)
     run = lambda: train_network(xor, "relu", seeds=1, models=models)[0].losses  # noqa: E731
-    run()
-    training_run = timed(run, repeat=3)
+    training_run = training_seconds(run)
 
     # training at checked points: 24 points x the spec's seeds in one program
     chosen = rows[np.linspace(0, len(rows) - 1, 24).round().astype(int)]
@@ -108,10 +107,7 @@ def sweep_benchmarks(quick: bool = False) -> dict:
     section4_theory = timed(lambda: _width_race(models4, grid4, rows4), repeat=1)
     costs = flow_step_costs(models4.prediction("common+1"), section4)
     run4 = lambda: train_network(section4, "relu", seeds=1, models=models4)[0].losses  # noqa: E731
-    run4()
-    # best of three: the first runs after compiling take up to twice as long (2.8-2.9 s against
-    # 1.4 s on 2 cores), and a ratio against one of them would flatter the theory
-    section4_run = timed(run4, repeat=3)
+    section4_run = training_seconds(run4)
     points = len(rows)
     return {
         "xor_points": points,

@@ -10,7 +10,7 @@ is asked once for the whole batch (leading axis: grid points, or grid points tim
 - :func:`ode_race_points`: the width-seeded race of a network without closed forms (the race
   ODE or the exact reduced flow): every point's ODE in batched solves
   (:func:`numeric.batched_race.ode_races`), crossings solved on fresh solves as
-  :func:`numeric.race.ode_race` solves them.
+  :func:`numeric.race.ode_race` solves them, to the sweep's own tolerance (:data:`SWEEP_RTOL`).
 - :func:`align_points`: the alignment phase (:mod:`numeric.alignment`) of every point's ReLU
   runs from their initial weights, no training.
 - :func:`aligned_mode_seeds_batch` and :func:`aligned_descent_chunks`: each candidate from the

@@ -28,6 +28,26 @@ def _label(name: str) -> str:
     return words.get(name, f"${sympy.latex(sympy.Symbol(name))}$")
 
 
+#: the most ticks of counted values (hidden units) on one axis
+COUNT_TICKS = 8
+
+
+def _scale(ax, which: str, swept: dict) -> None:
+    """A log scale where the sweep's axis is one. Hidden units are counted: their ticks are the
+    grid's own values written as integers (at most :data:`COUNT_TICKS` of them), not ``2x10^1``."""
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+
+    if swept["log"]:
+        getattr(ax, f"set_{which}scale")("log")
+    axis = getattr(ax, f"{which}axis")
+    if swept["name"] == "hidden_units":
+        values = np.asarray(swept["values"], dtype=float)
+        step = -(-len(values) // COUNT_TICKS)
+        axis.set_major_locator(FixedLocator(values[::step]))
+        axis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:.0f}"))
+        axis.set_minor_locator(NullLocator())
+
+
 def _indices(report: dict, key: str, names: list[str]) -> np.ndarray:
     return np.array([names.index(p[key]) if p[key] in names else np.nan for p in report["points"]], dtype=float)
 
@@ -44,8 +64,7 @@ def sweep_figure(report: dict) -> Figure:
     else:
         _line(ax, report, names, colours, handles)
     ax.set_xlabel(_label(axes[0]["name"]))
-    if axes[0]["log"]:
-        ax.set_xscale("log")
+    _scale(ax, "x", axes[0])
     agreement = report["agreement"]
     checked = agreement["checked"]
     title = "Which network learns first, predicted without training"
@@ -115,8 +134,7 @@ def _plane(ax, report, names, colours, handles) -> None:
         plane=(x_axis, y_axis),
     )
     ax.set_ylabel(_label(y_axis["name"]))
-    if y_axis["log"]:
-        ax.set_yscale("log")
+    _scale(ax, "y", y_axis)
     ax.set_xlim(x.min(), x.max())
     ax.set_ylim(y.min(), y.max())
 

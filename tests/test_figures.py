@@ -191,3 +191,32 @@ def test_the_phase_diagram_half_fills_checked_points_the_seeds_do_not_decide():
     assert sum(len(line.get_xdata()) for line in half) == 2  # the two undecided points
     (legend,) = fig.legends
     assert any("do not decide" in text.get_text() for text in legend.get_texts())
+
+
+def test_the_phase_diagram_counts_hidden_units_in_integers():
+    """A log axis of hidden units has the grid's own values as ticks, written as integers
+    (at most COUNT_TICKS of them), where a log scale would write 2x10^1."""
+    from gdln.figures.sweep_figure import COUNT_TICKS, sweep_figure
+
+    def over_widths(widths):
+        report = _phase_report(fails_above=None)
+        deltas = report["axes"][0]["values"]
+        report["axes"][1] = {"name": "hidden_units", "values": widths, "log": True}
+        template = report["points"][0]
+        report["points"] = [
+            {**template, "values": {"Delta": d, "hidden_units": w}, "winner": "xor" if d < 2 else "linear"}
+            for d in deltas
+            for w in widths
+        ]
+        for point in report["points"]:
+            point["aligned_winner"] = point["winner"]
+        return sweep_figure(report)
+
+    fig = over_widths([8.0, 16.0, 32.0])
+    fig.canvas.draw()
+    (ax,) = fig.axes
+    assert ax.get_yscale() == "log"
+    assert list(ax.get_yticks()) == [8.0, 16.0, 32.0]
+    assert [label.get_text() for label in ax.get_yticklabels()] == ["8", "16", "32"]
+    (ax,) = over_widths(list(np.geomspace(8, 512, 13).round())).axes
+    assert 4 <= len(ax.get_yticks()) <= COUNT_TICKS

@@ -43,7 +43,7 @@ def _scale(ax, which: str, swept: dict) -> None:
     if swept["name"] == "hidden_units":
         values = np.asarray(swept["values"], dtype=float)
         step = -(-len(values) // COUNT_TICKS)
-        axis.set_major_locator(FixedLocator(values[::step]))
+        axis.set_major_locator(FixedLocator(values[::step].tolist()))
         axis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:.0f}"))
         axis.set_minor_locator(NullLocator())
 

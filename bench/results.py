@@ -88,6 +88,11 @@ ENTRIES = [
             "--markdown",
         ),
     ),
+    Entry(
+        "sweep-tolerance",
+        "The sweep's solver tolerance: crossings against tight solves, and Section 4's cost",
+        ("python", "-m", "bench.bench_tolerance", "--markdown"),
+    ),
     Entry("benchmarks", "Benchmarks", ("python", "-m", "bench", "--markdown")),
 ]
 

@@ -109,8 +109,13 @@ def _stepper(f, rtol: float):
             stages.append(f(t + fraction * h, stage_y, args))
         y1 = stage_y  # the last stage's input is the step's end (first same as last)
         error = combine(jnp.zeros_like(y), h, b_error, stages)
-        error = jnp.where(jnp.isnan(error), jnp.inf, error)
-        keep, tprev, tn, _, state, _ = controller(atol).adapt_step_size(t, tnext, y, y1, args, error, order, state)
+        # a step into a region where the field is not finite is rejected and shrunk, as diffrax
+        # rejects NaN; diffrax lets an infinite end through, its scaled error inf/inf = NaN, and
+        # the next step size with it (the race ODE in log a overflows so on too long a step)
+        finite = jnp.all(jnp.isfinite(y1))
+        error = jnp.where(jnp.isnan(error) | ~finite, jnp.inf, error)
+        checked = jnp.where(finite, y1, y)
+        keep, tprev, tn, _, state, _ = controller(atol).adapt_step_size(t, tnext, y, checked, args, error, order, state)
         tprev = jnp.minimum(tprev, t1)
         tn = jnp.where(tn > floor, jnp.where(keep, t1, tprev + 0.5 * (t1 - tprev)), tn)
         return keep, tprev, tn, y1, stages[-1], jax.tree_util.tree_map(jnp.asarray, state)

@@ -138,20 +138,24 @@ def ode_race_points(
 ) -> BatchedRace:
     """``engine.race`` (the race ODE of a :class:`numeric.race.CompiledNetwork` without closed
     forms, or a :class:`numeric.reduced_flow.ReducedFlow`) at every point, its ODEs solved to
-    ``rtol`` in batched solves (:func:`numeric.batched_race.ode_races`). A flow still in its
-    linear phase at the horizon needs no solve: those points are ``engine.race`` itself."""
+    ``rtol`` in batched solves (:func:`numeric.batched_race.ode_races`). Two kinds of points are
+    ``engine.race`` itself: a flow still in its linear phase at the horizon (it needs no solve),
+    and a point whose batched solve stopped short of the horizon unsettled (a step budget spent,
+    a loss that is not finite, a collapsed step), so that it is what ``race`` says there."""
     values, log_a0, tau = (np.asarray(x, dtype=np.float64) for x in (values, log_a0, tau))
     count = len(tau)
     problems = [engine.race_ode(log_a0[k], float(tau[k]), values[k], rtol) for k in range(count)]
     initial, crossings, final = np.empty(count), np.full((count, len(fractions)), np.nan), np.full(count, np.nan)
     solved = [k for k in range(count) if problems[k].t0 < horizon]
-    for k in sorted(set(range(count)) - set(solved)):
-        result = engine.race(log_a0[k], float(tau[k]), values[k], horizon, fractions)
-        initial[k], final[k] = result.initial_loss, result.final_loss
-        crossings[k] = [np.nan if c is None else c for c in (result.crossings[f] for f in fractions)]
+    alone = sorted(set(range(count)) - set(solved))
     if solved:
         batch = ode_races([problems[k] for k in solved], fractions, horizon)
         initial[solved], crossings[solved], final[solved] = batch.initial_loss, batch.crossings, batch.final_loss
+        alone += [k for k, stopped in zip(solved, batch.stopped_at) if np.isfinite(stopped)]
+    for k in alone:
+        result = engine.race(log_a0[k], float(tau[k]), values[k], horizon, fractions)
+        initial[k], final[k] = result.initial_loss, result.final_loss
+        crossings[k] = [np.nan if c is None else c for c in (result.crossings[f] for f in fractions)]
     return BatchedRace(initial, crossings, final)
 
 

@@ -241,6 +241,50 @@ def test_batched_race_stops_as_race_does(ode_task):
     assert np.all(np.isnan(mixed.crossings[1])) and np.isnan(mixed.final_loss[1])
 
 
+#: a race ODE solved in batches at rtol 1e-8 against its closed forms: within 7.2e-9 on XoR's
+#: candidates over init scales 1e-8 to 3e-2 (python -m bench.bench_tolerance has the sweep's errors)
+BATCHED_RTOL = 1e-7
+
+
+def test_batched_race_steps_back_where_the_field_overflows(xor):
+    """The race ODE in ``log a`` overflows to -inf on too long a step. The batched solve rejects
+    such a step and shrinks it, as diffrax rejects a NaN; before, the infinite end gave the step
+    size controller inf/inf = NaN, and XoR's linear race ODE at init scales near 1e-7 stopped at
+    epoch 1747 with its loss still the initial loss and no crossings."""
+    from gdln.numeric.batched_race import ode_races
+    from gdln.numeric.prediction import TaskPredictions
+
+    prediction = TaskPredictions(xor).prediction("linear")
+    compiled, tau, values = prediction.compiled, 100.0, [1.0]
+    scales = np.logspace(-8, np.log10(3e-2), 12)[1:5]
+    logs = [np.asarray(prediction.log_initial_strengths(s)) for s in scales]
+    batch = ode_races([compiled.race_ode(log, tau, values, 1e-8) for log in logs], (0.5, 0.1), xor.training.epochs)
+    assert np.all(np.isnan(batch.stopped_at))
+    for log, crossings in zip(logs, batch.crossings):
+        exact = compiled.race(log, tau, values, xor.training.epochs, (0.5, 0.1)).crossings  # closed forms
+        np.testing.assert_allclose(crossings, [exact[0.5], exact[0.1]], rtol=BATCHED_RTOL)
+
+
+def test_points_the_batch_stops_short_are_raced_alone(ode_task, monkeypatch):
+    """A point whose batched solve stops short of the horizon (here a budget of 20 steps) is
+    what ``race`` says there: its crossings and final loss, not the batch's unfinished ones."""
+    import gdln.numeric.sweep as sweep
+
+    _, models = ode_task
+    prediction = models.prediction("deep")
+    logs = np.stack([np.asarray(prediction.log_initial_strengths(s)) for s in (1e-2, 1e-4)])
+    values, tau = np.array([[1.0], [1.5]]), np.array([100.0, 50.0])
+    budgeted = sweep.ode_races
+    monkeypatch.setattr(sweep, "ode_races", lambda *args: budgeted(*args, budget=20))
+    got = sweep.ode_race_points(prediction.engine, values, logs, tau, 12000)
+    assert np.isfinite(got.crossings).sum() >= 2
+    for k in range(2):
+        race = prediction.engine.race(logs[k], tau[k], values[k], 12000, (0.5, 0.1))
+        expected = [np.nan if race.crossings[f] is None else race.crossings[f] for f in (0.5, 0.1)]
+        np.testing.assert_allclose(got.crossings[k], expected, rtol=CROSSING_RTOL)
+        assert got.final_loss[k] == pytest.approx(race.final_loss, rel=CROSSING_RTOL, abs=FINAL_ATOL)
+
+
 def test_on_cores_yields_in_order_and_holds_few_results(monkeypatch):
     """``numeric.sharding.on_cores``: results in the items' order; the first item done before any
     other starts with ``first_alone``; and no more than one result beyond the cores waits for a

@@ -38,6 +38,7 @@ from gdln.derive.spec import Task, Training, task_from_dict
 from gdln.numeric.alignment import OUTPUT_FRACTION
 from gdln.numeric.prediction import TaskPredictions
 from gdln.numeric.sweep import (
+    SWEEP_RTOL,
     BatchedRace,
     align_points,
     aligned_descent_chunks,
@@ -205,9 +206,11 @@ def _finite_points(models: TaskPredictions, grid: _Grid) -> tuple[np.ndarray, np
     return ok, inputs, targets
 
 
-def _width_race(models: TaskPredictions, grid: _Grid, rows: np.ndarray) -> dict[str, BatchedRace]:
+def _width_race(
+    models: TaskPredictions, grid: _Grid, rows: np.ndarray, *, rtol: float = SWEEP_RTOL
+) -> dict[str, BatchedRace]:
     """Every candidate's width-seeded race at the points ``rows``: closed forms at all points in
-    one program; race ODEs and reduced flows in batched solves (a few points each)."""
+    one program; race ODEs and reduced flows in batched solves (a few points each) to ``rtol``."""
     task, training = models.task, models.task.training
     found = {}
     for network in task.networks:
@@ -221,7 +224,7 @@ def _width_race(models: TaskPredictions, grid: _Grid, rows: np.ndarray) -> dict[
             )
             continue
         found[network.name] = ode_race_points(
-            prediction.engine, grid.values[rows], logs, tau, training.epochs, FRACTIONS
+            prediction.engine, grid.values[rows], logs, tau, training.epochs, FRACTIONS, rtol=rtol
         )
     return found
 

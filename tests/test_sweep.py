@@ -185,7 +185,7 @@ def ode_task():
     return task, models
 
 
-def test_ode_sweep_is_the_race_at_each_point(ode_task):
+def test_ode_sweep_is_the_race_at_each_point(ode_task, capsys):
     """The batched solve of race ODEs and reduced flows gives race's answers at every point: init
     scales from a plain start to seeds below float range (the flow's linear phase, past the
     horizon at 1e-100), at two values of Delta."""
@@ -193,6 +193,9 @@ def test_ode_sweep_is_the_race_at_each_point(ode_task):
     axes = [parse_axis("Delta=0.5:2:2", task), parse_axis("init_scale=1e-100:1e-2:4:log", task)]
     report = sweep_report(task, axes, models=models)
     assert report["seeds"]["aligned"] is None  # deep pathways: no alignment-seeded race
+    progress = capsys.readouterr().err
+    assert "sweep 1/1: width-seeded race at 8 points" in progress  # and no stage for a race not run
+    assert "alignment-seeded" not in progress
     for point in report["points"]:
         trained = task.with_training(init_scale=point["values"]["init_scale"])
         _same_race(point, race_report(trained, {"Delta": point["values"]["Delta"]}, models=models))

@@ -229,6 +229,12 @@ def _width_race(
     return found
 
 
+def _alignment_seeded(models: TaskPredictions) -> bool:
+    """Whether the alignment-seeded race can run: every candidate a set of balanced depth-2
+    modes, so that its seeds are read off the settled units mode by mode."""
+    return all(models.prediction(n.name).uses_mode_recursion for n in models.task.networks)
+
+
 def _aligned_race(
     models: TaskPredictions, grid: _Grid, rows: np.ndarray, data, hints: dict[str, np.ndarray] | None = None
 ) -> tuple[dict[str, np.ndarray], np.ndarray] | None:
@@ -237,9 +243,9 @@ def _aligned_race(
     ``None`` when a candidate is not a set of balanced depth-2 modes (its prediction from the
     phase follows weight chains, which are not batched here)."""
     task, training = models.task, models.task.training
-    predictions = {n.name: models.prediction(n.name) for n in task.networks}
-    if not all(p.uses_mode_recursion for p in predictions.values()):
+    if not _alignment_seeded(models):
         return None
+    predictions = {n.name: models.prediction(n.name) for n in task.networks}
     seeds, hidden = training.seeds, int(grid.hidden_units[rows[0]])
     w1, w2 = (np.asarray(w) for w in initial_relu_weights(hidden, task.num_inputs, task.num_outputs, 1.0, range(seeds)))
     # init_relu draws init_scale * normal, and the phase moves weights of every scale alike
@@ -399,12 +405,12 @@ def sweep_report(
     t_90 = np.full((grid.size, len(names)), np.nan)
     final = np.full((grid.size, len(names)), np.nan)
     aligned = np.full((grid.size, len(names)), np.nan)
-    aligned_available = True
     aligned_seconds = 0.0
     phase_epochs = np.full((grid.size, task.training.seeds), -1)
     groups: dict[int, TaskPredictions] = {}
     widths = [w for w in np.unique(grid.hidden_units) if np.any((grid.hidden_units == w) & ok)]
-    step = Stages("sweep", 2 * len(widths) + bool(check))
+    aligned_available = _alignment_seeded(base)
+    step = Stages("sweep", (1 + aligned_available) * len(widths) + bool(check))
     for width in widths:
         rows = np.flatnonzero((grid.hidden_units == width) & ok)
         at = f" ({width} hidden units)" if len(widths) > 1 else ""
@@ -414,14 +420,14 @@ def sweep_report(
         for k, name in enumerate(names):
             t_half[rows, k], t_90[rows, k] = races[name].crossings[:, 0], races[name].crossings[:, 1]
             final[rows, k] = races[name].final_loss
+        if not aligned_available:
+            continue
         step(f"alignment-seeded race at {plural(len(rows), 'point')}{at}")
         aligned_start = time.perf_counter()
         hints = {name: races[name].crossings[:, 0] for name in names}
         raced = _aligned_race(models_here, grid, rows, (inputs, targets), hints)
         aligned_seconds += time.perf_counter() - aligned_start
-        if raced is None:
-            aligned_available = False
-        else:
+        if raced is not None:  # the same candidates at every width
             found, phase_epochs[rows] = raced
             for k, name in enumerate(names):
                 aligned[rows, k] = found[name]

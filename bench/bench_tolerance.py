@@ -52,7 +52,7 @@ def accuracy(tolerances=TOLERANCES) -> dict:
     from gdln.derive.spec import load_spec
     from gdln.numeric.prediction import TaskPredictions
     from gdln.numeric.sweep import ode_race_points
-    from gdln.verify.sweep import _grid, parse_axis
+    from gdln.verify.sweep import _grid, parse_axis, width_seeds
 
     found = {}
     for path in sorted((ROOT / "examples").glob("*.toml")):
@@ -65,7 +65,7 @@ def accuracy(tolerances=TOLERANCES) -> dict:
         names = []
         for name, engine, prediction in _engines(models):
             names.append(name)
-            logs = np.asarray(prediction.log_initial_strengths(1.0))[None] + 2 * np.log(grid.init_scale[rows])[:, None]
+            logs = width_seeds(prediction, grid.init_scale[rows])
 
             def race(rtol, engine=engine, logs=logs):
                 return ode_race_points(engine, grid.values[rows], logs, tau, task.training.epochs, FRACTIONS, rtol=rtol)

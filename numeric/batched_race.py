@@ -4,9 +4,10 @@ the exact reduced flow of one network at many points), one compiled program for 
 
 Every point of a batch steps in one vmapped loop: Tsit5 (diffrax's tableau) with diffrax's PID
 step size controller at ``ode_race``'s tolerances, each point with its own steps, start
-``t0``, ``y0`` and absolute tolerance; a step whose end is not finite is rejected and shrunk. Per point the loop keeps only its current state, its loss, and
-per fraction the accepted step within which that fraction's level is first crossed (the
-step's start state and both its ends); memory does not grow with the number of steps. A point
+``t0``, ``y0`` and absolute tolerance; a step whose end is not finite is rejected and shrunk.
+Per point the loop keeps only its current state, its loss, and per fraction the accepted step
+within which that fraction's level is first crossed (the step's start state and both its
+ends); memory does not grow with the number of steps. A point
 stops as ``ode_race`` stops it: at the horizon; once settled (its loss within
 ``SETTLED_TOLERANCE`` of the initial loss above its least loss, and every pending level below
 that least loss), checked at every accepted step rather than every segment of steps; after

@@ -47,7 +47,7 @@ BISECTION_STEPS = 64
 #: the relative tolerance of the sweep's ODE races, looser than ``race``'s 1e-10: a map needs
 #: crossings within 1e-6 of race's (tested), and at 1e-8 Section 4's race at 32 init scales
 #: (1e-6 to 1e-2) came within 5e-10 of a solve at 1e-12 in 296 steps a point, where 1e-10
-#: took 651 (within 7e-12)
+#: took 651 (within 7e-12); ``python -m bench.bench_tolerance`` measures every shipped example
 SWEEP_RTOL = 1e-8
 
 

@@ -206,6 +206,13 @@ def _finite_points(models: TaskPredictions, grid: _Grid) -> tuple[np.ndarray, np
     return ok, inputs, targets
 
 
+def width_seeds(prediction, init_scales: np.ndarray) -> np.ndarray:
+    """``log a0`` of ``prediction``'s width-seeded race at each init scale (rows), as ``race``
+    seeds it: ``log(units init_scale^2 / 2)``, the seeds at init scale 1 shifted by
+    ``2 log init_scale``, so that none underflows."""
+    return np.asarray(prediction.log_initial_strengths(1.0))[None] + 2 * np.log(init_scales)[:, None]
+
+
 def _width_race(
     models: TaskPredictions, grid: _Grid, rows: np.ndarray, *, rtol: float = SWEEP_RTOL
 ) -> dict[str, BatchedRace]:
@@ -215,8 +222,7 @@ def _width_race(
     found = {}
     for network in task.networks:
         prediction = models.prediction(network.name)
-        # log a0 = log(units init_scale^2 / 2): the seeds at init scale 1, shifted by 2 log init_scale
-        logs = np.asarray(prediction.log_initial_strengths(1.0))[None] + 2 * np.log(grid.init_scale[rows])[:, None]
+        logs = width_seeds(prediction, grid.init_scale[rows])
         tau = 1.0 / grid.learning_rate[rows]
         if prediction.kind == "closed form":
             found[network.name] = closed_form_race(
@@ -237,14 +243,14 @@ def _alignment_seeded(models: TaskPredictions) -> bool:
 
 def _aligned_race(
     models: TaskPredictions, grid: _Grid, rows: np.ndarray, data, hints: dict[str, np.ndarray] | None = None
-) -> tuple[dict[str, np.ndarray], np.ndarray] | None:
+) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """Every candidate's predicted ``t_half`` from the alignment phase of the spec's ReLU seeds,
-    at the points ``rows``, and the epoch at which each seed's phase ends there ``(rows, seeds)``;
-    ``None`` when a candidate is not a set of balanced depth-2 modes (its prediction from the
-    phase follows weight chains, which are not batched here)."""
+    at the points ``rows``, and the epoch at which each seed's phase ends there ``(rows, seeds)``.
+    Only where :func:`_alignment_seeded` holds: a candidate that is not a set of balanced depth-2
+    modes follows weight chains from the phase, which are not batched here."""
     task, training = models.task, models.task.training
     if not _alignment_seeded(models):
-        return None
+        raise ValueError("the alignment-seeded race needs every candidate a set of balanced depth-2 modes")
     predictions = {n.name: models.prediction(n.name) for n in task.networks}
     seeds, hidden = training.seeds, int(grid.hidden_units[rows[0]])
     w1, w2 = (np.asarray(w) for w in initial_relu_weights(hidden, task.num_inputs, task.num_outputs, 1.0, range(seeds)))
@@ -425,12 +431,10 @@ def sweep_report(
         step(f"alignment-seeded race at {plural(len(rows), 'point')}{at}")
         aligned_start = time.perf_counter()
         hints = {name: races[name].crossings[:, 0] for name in names}
-        raced = _aligned_race(models_here, grid, rows, (inputs, targets), hints)
+        found, phase_epochs[rows] = _aligned_race(models_here, grid, rows, (inputs, targets), hints)
         aligned_seconds += time.perf_counter() - aligned_start
-        if raced is not None:  # the same candidates at every width
-            found, phase_epochs[rows] = raced
-            for k, name in enumerate(names):
-                aligned[rows, k] = found[name]
+        for k, name in enumerate(names):
+            aligned[rows, k] = found[name]
     stable = stable_descent(task, grid.values, grid.learning_rate, ok, inputs, targets)
     theory_seconds = time.perf_counter() - started - aligned_seconds
 

@@ -137,7 +137,9 @@ def _race_process(cache_folder: str) -> float:
 def theory_against_training() -> dict:
     from gdln.derive.spec import load_spec
     from gdln.numeric.prediction import TaskPredictions
-    from gdln.verify.reports import epoch_grid, race_report, theory_stride, train_network
+    from gdln.verify.entries import epoch_grid, theory_stride
+    from gdln.verify.race import race_report
+    from gdln.verify.simulation import train_network
 
     with tempfile.TemporaryDirectory() as folder:
         cold = _race_process(folder)  # empty caches: derivation, evaluation and compilation

@@ -16,8 +16,8 @@ import time
 from pathlib import Path
 
 from gdln.derive import NetworkDerivation, task_from_dict
+from gdln.derive.spec import context_subset_candidates, context_task
 from gdln.derive.staged import StagedDerivation
-from gdln.derive.tasks import context_subset_candidates, context_task
 
 
 def derive_times(items: int, contexts: int, staged: bool = False) -> dict:

@@ -52,22 +52,22 @@ def sweep_benchmarks(quick: bool = False) -> dict:
     from gdln.derive.spec import load_spec
     from gdln.numeric.prediction import TaskPredictions
     from gdln.numeric.training import initial_relu_weights, train_relu_points
-    from gdln.verify.reports import train_network
-    from gdln.verify.sweep import _aligned_race, _finite_points, _grid, _width_race, parse_axis
+    from gdln.verify.simulation import train_network
+    from gdln.verify.sweep import aligned_race, finite_points, parse_axis, sweep_grid, width_race
 
     side = 16 if quick else 64
     xor = load_spec(XOR)
     models = TaskPredictions(xor)
     axes = [parse_axis(f"Delta=0.25:4:{side}", xor), parse_axis(f"init_scale=1e-6:1e-1:{side}:log", xor)]
-    grid = _grid(xor, axes, {})
-    ok, inputs, targets = _finite_points(models, grid)
+    grid = sweep_grid(xor, axes, {})
+    ok, inputs, targets = finite_points(models, grid)
     rows = np.flatnonzero(ok)
-    _width_race(models, grid, rows)  # compile
-    theory = timed(lambda: _width_race(models, grid, rows), repeat=3)
+    width_race(models, grid, rows)  # compile
+    theory = timed(lambda: width_race(models, grid, rows), repeat=3)
     # the sweep orders the alignment-seeded descent by the width-seeded t_half
-    hints = {name: race.crossings[:, 0] for name, race in _width_race(models, grid, rows).items()}
-    _aligned_race(models, grid, rows, (inputs, targets), hints)  # compile
-    aligned = timed(lambda: _aligned_race(models, grid, rows, (inputs, targets), hints), repeat=1)
+    hints = {name: race.crossings[:, 0] for name, race in width_race(models, grid, rows).items()}
+    aligned_race(models, grid, rows, (inputs, targets), hints)  # compile
+    aligned = timed(lambda: aligned_race(models, grid, rows, (inputs, targets), hints), repeat=1)
     run = lambda: train_network(xor, "relu", seeds=1, models=models)[0].losses  # noqa: E731
     training_run = training_seconds(run)
 
@@ -101,10 +101,10 @@ def sweep_benchmarks(quick: bool = False) -> dict:
     models4 = TaskPredictions(section4)
     values = 4 if quick else 32
     axes4 = [parse_axis(f"init_scale=1e-6:1e-2:{values}:log", section4)]
-    grid4 = _grid(section4, axes4, {})
+    grid4 = sweep_grid(section4, axes4, {})
     rows4 = np.arange(grid4.size)
-    _width_race(models4, grid4, rows4)  # compile
-    section4_theory = timed(lambda: _width_race(models4, grid4, rows4), repeat=1)
+    width_race(models4, grid4, rows4)  # compile
+    section4_theory = timed(lambda: width_race(models4, grid4, rows4), repeat=1)
     costs = flow_step_costs(models4.prediction("common+1"), section4)
     run4 = lambda: train_network(section4, "relu", seeds=1, models=models4)[0].losses  # noqa: E731
     section4_run = training_seconds(run4)
@@ -144,12 +144,12 @@ def flow_step_costs(prediction, task, evaluations: int = 500) -> dict:
 
     from bench.bench_race import timed
     from gdln.numeric import sharding
-    from gdln.numeric.batched_race import _batch_size, ode_races
+    from gdln.numeric.batched_race import batch_size, ode_races
     from gdln.verify.sweep import FRACTIONS
 
     training = task.training
     problem = prediction.flow.race_ode(prediction.log_initial_strengths(training.init_scale), training.tau, [])
-    size = _batch_size(64, problem.y0.size, len(FRACTIONS))
+    size = batch_size(64, problem.y0.size, len(FRACTIONS))
     one = jnp.asarray(problem.y0)
     batch = jnp.stack([one] * size)
     stacked = jax.tree_util.tree_map(lambda a: jnp.stack([jnp.asarray(a)] * size), problem.args)

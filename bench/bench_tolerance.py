@@ -52,13 +52,13 @@ def accuracy(tolerances=TOLERANCES) -> dict:
     from gdln.derive.spec import load_spec
     from gdln.numeric.prediction import TaskPredictions
     from gdln.numeric.sweep import ode_race_points
-    from gdln.verify.sweep import _grid, parse_axis, width_seeds
+    from gdln.verify.sweep import parse_axis, sweep_grid, width_seeds
 
     found = {}
     for path in sorted((ROOT / "examples").glob("*.toml")):
         task = load_spec(path)
         models = TaskPredictions(task)
-        grid = _grid(task, [parse_axis(ACCURACY_GRID, task)], {})
+        grid = sweep_grid(task, [parse_axis(ACCURACY_GRID, task)], {})
         rows = np.arange(grid.size)
         tau = 1.0 / grid.learning_rate[rows]
         errors = {rtol: [0.0, 0.0, 0] for rtol in tolerances}
@@ -89,17 +89,17 @@ def cost(tolerances=TOLERANCES) -> dict:
     from bench.bench_race import timed, training_seconds
     from gdln.derive.spec import load_spec
     from gdln.numeric.prediction import TaskPredictions
-    from gdln.verify.reports import train_network
-    from gdln.verify.sweep import _grid, _width_race, parse_axis
+    from gdln.verify.simulation import train_network
+    from gdln.verify.sweep import parse_axis, sweep_grid, width_race
 
     task = load_spec(SECTION4)
     models = TaskPredictions(task)
-    grid = _grid(task, [parse_axis(COST_GRID, task)], {})
+    grid = sweep_grid(task, [parse_axis(COST_GRID, task)], {})
     rows = np.arange(grid.size)
     seconds = {}
     for rtol in tolerances:
-        _width_race(models, grid, rows, rtol=rtol)  # compile
-        seconds[rtol] = timed(lambda rtol=rtol: _width_race(models, grid, rows, rtol=rtol), repeat=3)
+        width_race(models, grid, rows, rtol=rtol)  # compile
+        seconds[rtol] = timed(lambda rtol=rtol: width_race(models, grid, rows, rtol=rtol), repeat=3)
     run = training_seconds(lambda: train_network(task, "relu", seeds=1, models=models)[0].losses)
     return {"points": int(grid.size), "seconds": seconds, "training_run_seconds": run}
 

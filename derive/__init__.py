@@ -1,14 +1,17 @@
-"""Symbolic side of gdln (SymPy only): specs, effective datasets, modes, race ODEs,
-closed forms, crossovers and LaTeX. Nothing here computes floating-point numbers
-except where a parameter-free block is diagonalised at high precision, and in the float64
-derivation of large numeric data (:mod:`derive.float_modes`, numpy's SVD)."""
+"""The symbolic side of gdln, in rooms: :mod:`derive.spec` reads tasks (specs, expressions, graphs,
+data files, limits); the algebra (``correlations``, ``modes``, ``algebraic``, ``derivation``,
+``symmetry``, ``crossover``, ``staged``, ``shared``) builds exact SymPy objects from them;
+:mod:`derive.latex` writes them for a paper; :mod:`derive.cache` keeps them on disk.
+
+SymPy does the algebra. Floats enter only where a parameter-free block without radical form is
+diagonalised at high precision (mpmath) and in the float64 derivation of large numeric data
+(:mod:`derive.float_modes`, numpy's SVD); nothing here integrates or trains."""
 
 from .crossover import Crossover, crossovers
 from .derivation import TAU, TIME, ModeRef, NetworkDerivation, PathwayDerivation
 from .errors import DerivationError, GdlnError, SpecError
-from .expressions import parse_expression
 from .modes import Mode, find_modes, vanishes
-from .spec import Network, Pathway, Task, Training, load_spec, task_from_dict
+from .spec import Network, Pathway, Task, Training, load_spec, parse_expression, task_from_dict
 
 __all__ = [
     "Crossover",

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 import sympy
 
 from .derivation import NetworkDerivation
-from .expressions import EvaluationError, evaluate
 from .modes import vanishes
+from .spec import EvaluationError, evaluate
 
 _TOLERANCE = 1e-9
 SCAN_DECADES = 4  # a numeric root is searched between value / 10**4 and value * 10**4

@@ -102,9 +102,9 @@ class NetworkDerivation:
     def _repr_latex_(self) -> str:
         """Jupyter shows a derivation as its LaTeX: the body that ``gdln derive --latex-fragment``
         writes, less the crossovers (they need the task's other networks)."""
-        from .latex import derivation_latex
+        from .latex import to_latex
 
-        return derivation_latex(self)
+        return to_latex(self)
 
     def __init__(self, task: Task, network: Network | str):
         self.task = task

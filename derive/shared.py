@@ -25,9 +25,8 @@ import sympy
 
 from .correlations import sigma_x, sigma_yx, target_power
 from .errors import DerivationError
-from .graph import module_graph
 from .modes import find_modes, tidy, vanishes
-from .spec import Network, Task
+from .spec import Network, Task, module_graph
 from .symbols import TAU
 
 

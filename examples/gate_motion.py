@@ -35,7 +35,8 @@ from sklearn.cluster import KMeans
 
 from gdln.derive.spec import load_spec
 from gdln.numeric.prediction import TaskPredictions
-from gdln.verify.reports import relu_alignment, relu_initial_weights, train_network
+from gdln.verify.following import relu_alignment, relu_initial_weights
+from gdln.verify.simulation import train_network
 
 REGATING_INTERVALS = (250, 500, 1000, 2000)
 COARSE_GRAINED_UNITS = (16, 32, 64, 128, 256)

@@ -32,10 +32,10 @@ _EXPORTS = {
     "x64": "gdln.numeric.precision",
     "Prediction": "gdln.numeric.prediction",
     "TaskPredictions": "gdln.numeric.prediction",
-    "derive_report": "gdln.verify.reports",
-    "race_report": "gdln.verify.reports",
-    "simulate_report": "gdln.verify.reports",
-    "verify_report": "gdln.verify.reports",
+    "derive_report": "gdln.verify.derivation_report",
+    "race_report": "gdln.verify.race",
+    "simulate_report": "gdln.verify.simulation",
+    "verify_report": "gdln.verify.following",
     "sweep_report": "gdln.verify.sweep",
     "parse_axis": "gdln.verify.sweep",
     "Axis": "gdln.verify.sweep",
@@ -74,7 +74,10 @@ if TYPE_CHECKING:
     from gdln.derive.staged import StagedDerivation
     from gdln.numeric.precision import use_x64, x64
     from gdln.numeric.prediction import Prediction, TaskPredictions
-    from gdln.verify.reports import derive_report, race_report, simulate_report, verify_report
+    from gdln.verify.derivation_report import derive_report
+    from gdln.verify.following import verify_report
+    from gdln.verify.race import race_report
+    from gdln.verify.simulation import simulate_report
     from gdln.verify.sweep import Axis, parse_axis, sweep_report, trained_points
     from gdln.verify.uniqueness import unique_report
 

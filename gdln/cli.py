@@ -10,10 +10,10 @@ import sys
 import warnings
 
 from gdln.commands import COMMANDS
-from gdln.commands._common import _Parser
+from gdln.commands.arguments import Parser
 from gdln.derive import cache
 from gdln.derive.errors import GdlnError
-from gdln.derive.limits import MAX_EPOCHS, MAX_SEEDS
+from gdln.derive.spec import MAX_EPOCHS, MAX_SEEDS
 from gdln.numeric.precision import use_compilation_cache, use_x64
 from gdln.verify.checks import GdlnWarning
 
@@ -28,11 +28,9 @@ def _version() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
-        prog="gdln", description="Exact learning dynamics of gated deep linear networks and ReLU networks."
-    )
+    parser = Parser(prog="gdln", description="Exact learning dynamics of gated deep linear networks and ReLU networks.")
     parser.add_argument("--version", action="version", version=f"gdln {_version()}")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     for command in COMMANDS:
         command.add_parser(sub)
     for subcommand in sub.choices.values():  # --no-cache before or after the command

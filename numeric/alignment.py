@@ -110,7 +110,7 @@ def _advance(w1, w2, done, w1_end, w2_end, inputs, targets, learning_rate, thres
     not one per member.
 
     Returns the new state and, per epoch, three numbers of the run's output before the step,
-    from which every member's loss and end follow (:func:`_member_losses`, :func:`_member_ends`):
+    from which every member's loss and end follow (:func:`_member_losses`, :func:`member_ends`):
     ``mean_n y_n . yhat_n``, ``mean_n ||yhat_n||^2`` and ``||yhat||_F``. Nothing per member
     leaves the loop."""
 
@@ -203,7 +203,7 @@ def run_phase(w1, w2, inputs, targets, learning_rate, threshold, horizon: int, s
     w1, w2, _, w1_end, w2_end = state
     cross, square, norm = np.concatenate(summaries, axis=-1).transpose(1, 0, 2)
     squares = factors**2
-    ended, epochs = _member_ends(norm[:, : horizon + 1], squares, np.asarray(threshold))
+    ended, epochs = member_ends(norm[:, : horizon + 1], squares, np.asarray(threshold))
     slots = _member_slots(ended, epochs)
     w1_end = np.take_along_axis(w1_end, slots[..., None, None], axis=1)
     w2_end = np.take_along_axis(w2_end, slots[..., None, None], axis=1)
@@ -248,7 +248,7 @@ def _batch_size(alive: int, size: int) -> int:
     return size
 
 
-def _member_ends(norm: np.ndarray, squares: np.ndarray, threshold: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def member_ends(norm: np.ndarray, squares: np.ndarray, threshold: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per run and member, whether its output ``squares * norm`` reached ``threshold`` within the
     epochs recorded, and the first epoch it did (the last epoch recorded otherwise), by the same
     comparison :func:`_advance` makes. The run's running largest norm never falls, so each end is

@@ -39,7 +39,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import sharding
-from .integrate import _run
+from .integrate import run_solver
 from .race import CROSSING_RTOL, SETTLED_TOLERANCE, STEP_BUDGET, RaceODE
 from .sharding import on_cores
 
@@ -293,7 +293,7 @@ def _crossing_one(f, loss, rtol: float):
     return crossing
 
 
-def _batch_size(points: int, state_size: int, fractions: int) -> int:
+def batch_size(points: int, state_size: int, fractions: int) -> int:
     """Points per batch: at most what :data:`BATCH_BYTES` holds, in a whole number of rounds of
     batches over the cores, as even as that allows (Section 4's 32 points: 4 batches of 8, not
     3 of 9 and one of 5 padded to 9)."""
@@ -313,7 +313,7 @@ def _in_batches(run, inputs: tuple, size: int):
     outputs joined along the items.
 
     Batches run one per core at a time (:func:`numeric.sharding.on_cores`;
-    :func:`numeric.integrate._run` reads or compiles their program once). On 2 CPU cores the 32
+    :func:`numeric.integrate.run_solver` reads or compiles their program once). On 2 CPU cores the 32
     points of Section 4's init-scale race took 2.8-3.0 s so, against 5.6-5.8 s one batch after
     another."""
     count = len(jax.tree_util.tree_leaves(inputs[0])[0])
@@ -355,7 +355,7 @@ def ode_races(
     atol = np.array([p.atol for p in chosen], dtype=np.float64)
     levels = initial[usable, None] * np.asarray(fractions)[None, :]
     state_size = int(np.size(first.y0))
-    size = _batch_size(len(chosen), state_size, len(fractions))
+    size = batch_size(len(chosen), state_size, len(fractions))
     race, crossing = _programs(first.f, first.loss, first.rtol)
     configuration = ("ode_races", first.rtol)
     horizon = float(horizon)
@@ -363,7 +363,7 @@ def ode_races(
 
     def run_race(*batch):
         inputs = (*batch, jnp.float64(horizon), jnp.float64(floor), jnp.int64(budget))
-        return _run(first.f, race, (*configuration, "race"), inputs)
+        return run_solver(first.f, race, (*configuration, "race"), inputs)
 
     status, t, loss, taken, found, t_start, y_start, t_end, loss_end = _in_batches(
         run_race,
@@ -385,7 +385,7 @@ def ode_races(
     points, which = np.nonzero(found)
     if len(points):
         solved = _in_batches(
-            lambda *batch: _run(first.f, crossing, (*configuration, "crossing"), batch),
+            lambda *batch: run_solver(first.f, crossing, (*configuration, "crossing"), batch),
             (
                 t_start[points, which],
                 y_start[points, which],
@@ -396,7 +396,7 @@ def ode_races(
                 _stack([chosen[int(k)].loss_args for k in points]),
                 atol[points],
             ),
-            _batch_size(len(points), state_size, 0),
+            batch_size(len(points), state_size, 0),
         )[0]
         crossings[usable[points], which] = solved
     return RaceBatch(initial, crossings, final, stopped, steps)

@@ -20,7 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .training import _mean_squared_loss, _steps, relu_forward
+from .training import gradient_steps, mean_squared_loss, relu_forward
 from .types import ArrayLike, Float
 
 #: k-means restarts and seed: the clustering is reproducible run to run
@@ -62,11 +62,11 @@ class GateSnapshots:
 @partial(jax.jit, static_argnames=("every", "count"))
 def _snapshots(w1s, w2s, inputs, targets, learning_rate, every, count):
     def one(w1, w2):
-        loss_fn = lambda p: _mean_squared_loss(relu_forward(p, inputs), targets)  # noqa: E731
+        loss_fn = lambda p: mean_squared_loss(relu_forward(p, inputs), targets)  # noqa: E731
 
         def chunk(p, _):
             gates = inputs @ p[0].T > 0  # (N, units) at the start of the chunk
-            p, losses = _steps(loss_fn, p, learning_rate, every)
+            p, losses = gradient_steps(loss_fn, p, learning_rate, every)
             return p, (gates.T, losses)
 
         final, (gates, losses) = jax.lax.scan(chunk, (w1, w2), None, length=count)

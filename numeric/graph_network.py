@@ -23,9 +23,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from gdln.derive.errors import GdlnError
-from gdln.derive.graph import Graph, gate_at
+from gdln.derive.spec import Graph, gate_at
 
-from .training import TrainingRun, _descend, _mean_squared_loss, seed_keys
+from .training import TrainingRun, descend, mean_squared_loss, seed_keys
 from .types import ArrayLike, Float
 
 
@@ -132,7 +132,7 @@ def graph_forward(weights: Sequence[jax.Array], inputs, layout: GraphLayout, num
 
 def graph_loss(weights, inputs, targets, layout: GraphLayout):
     """``L = 1/2 mean_n ||y_n - yhat_n||^2``."""
-    return _mean_squared_loss(graph_forward(weights, inputs, layout, targets.shape[1]), targets)
+    return mean_squared_loss(graph_forward(weights, inputs, layout, targets.shape[1]), targets)
 
 
 def _product(weights, edges: Sequence[int], size: int, dtype):
@@ -199,7 +199,7 @@ def initial_graph_weights(layout: GraphLayout, init_scale: float, seeds: Sequenc
 @partial(jax.jit, static_argnames=("layout", "epochs"))
 def _descend_graph(initial, inputs, targets, layout, learning_rate, epochs):
     def one(weights):
-        final, losses = _descend(lambda w: graph_loss(w, inputs, targets, layout), weights, learning_rate, epochs)
+        final, losses = descend(lambda w: graph_loss(w, inputs, targets, layout), weights, learning_rate, epochs)
         return losses, final
 
     return jax.vmap(one)(initial)

@@ -114,7 +114,7 @@ _LOADING = threading.Lock()
 _UNCHECKED: set[str] = set()
 
 
-def _run(f, run, configuration: tuple, inputs: tuple):
+def run_solver(f, run, configuration: tuple, inputs: tuple):
     """``run(*inputs)``; for a vector field with a ``persistent_key`` while the disk cache is on,
     through its compiled executable, read from the cache folder, else compiled now and written
     there. A warm process then neither traces diffrax nor compiles (about 0.7 s per flow
@@ -172,7 +172,7 @@ def _solve(f, y0, t0, t1, args, ts, rtol: float, atol: float, max_steps: int):
         jnp.zeros(1) if ts is None else ts,
         jnp.float64(atol),
     )
-    return _run(f, _solver(f, *configuration), configuration, inputs)
+    return run_solver(f, _solver(f, *configuration), configuration, inputs)
 
 
 def integrate_ode(

@@ -31,11 +31,11 @@ class TrainingRun:
     final: object
 
 
-def _mean_squared_loss(predictions, targets):
+def mean_squared_loss(predictions, targets):
     return 0.5 * jnp.mean(jnp.sum((targets - predictions) ** 2, axis=1))
 
 
-def _steps(loss_fn, params, learning_rate, epochs):
+def gradient_steps(loss_fn, params, learning_rate, epochs):
     """``epochs`` steps of full-batch gradient descent: the final parameters and the loss before each step."""
     value_and_grad = jax.value_and_grad(loss_fn)
 
@@ -46,9 +46,9 @@ def _steps(loss_fn, params, learning_rate, epochs):
     return jax.lax.scan(step, params, None, length=epochs)
 
 
-def _descend(loss_fn, params, learning_rate, epochs):
-    """:func:`_steps`, with the loss after the last step appended (``epochs + 1`` losses)."""
-    final, history = _steps(loss_fn, params, learning_rate, epochs)
+def descend(loss_fn, params, learning_rate, epochs):
+    """:func:`gradient_steps`, with the loss after the last step appended (``epochs + 1`` losses)."""
+    final, history = gradient_steps(loss_fn, params, learning_rate, epochs)
     return final, jnp.concatenate([history, loss_fn(final)[None]])
 
 
@@ -73,8 +73,8 @@ def _initial_relu(keys, hidden_units, num_inputs, num_outputs, init_scale):
 @partial(jax.jit, static_argnames=("epochs",))
 def _descend_relu(w1s, w2s, inputs, targets, learning_rate, epochs):
     def one(w1, w2):
-        loss_fn = lambda p: _mean_squared_loss(relu_forward(p, inputs), targets)  # noqa: E731
-        final, losses = _descend(loss_fn, (w1, w2), learning_rate, epochs)
+        loss_fn = lambda p: mean_squared_loss(relu_forward(p, inputs), targets)  # noqa: E731
+        final, losses = descend(loss_fn, (w1, w2), learning_rate, epochs)
         return losses, final
 
     return jax.vmap(one)(w1s, w2s)
@@ -118,10 +118,10 @@ SEED_CHUNK = 8
 @partial(jax.jit, static_argnames=("epochs", "layout", "chunk"))
 def _descend_relu_chunked(w1s, w2s, inputs, targets, learning_rate, epochs, layout, chunk):
     groups = w1s.shape[0] // chunk
-    descend = RELU_LAYOUTS[layout]
+    descend_layout = RELU_LAYOUTS[layout]
 
     def group(weights):
-        return descend(weights[0], weights[1], inputs, targets, learning_rate, epochs)
+        return descend_layout(weights[0], weights[1], inputs, targets, learning_rate, epochs)
 
     losses, final = jax.lax.map(
         group, (w1s.reshape(groups, chunk, *w1s.shape[1:]), w2s.reshape(groups, chunk, *w2s.shape[1:]))
@@ -134,8 +134,8 @@ def _descend_relu_points(w1s, w2s, inputs, targets, learning_rates, epochs):
     """Groups of runs ``(groups, chunk, ...)``, one group after another in one program."""
 
     def one(w1, w2, inputs, targets, learning_rate):
-        loss_fn = lambda p: _mean_squared_loss(relu_forward(p, inputs), targets)  # noqa: E731
-        return _descend(loss_fn, (w1, w2), learning_rate, epochs)[1]
+        loss_fn = lambda p: mean_squared_loss(relu_forward(p, inputs), targets)  # noqa: E731
+        return descend(loss_fn, (w1, w2), learning_rate, epochs)[1]
 
     return jax.lax.map(lambda group: jax.vmap(one)(*group), (w1s, w2s, inputs, targets, learning_rates))
 
@@ -281,8 +281,8 @@ def init_gdln(key, layout: GdlnLayout, init_scale: float):
 def _train_gdln(keys, inputs, targets, layout, init_scale, learning_rate, epochs):
     def one(key):
         params = init_gdln(key, layout, init_scale)
-        loss_fn = lambda p: _mean_squared_loss(gdln_forward(p, inputs, layout, targets.shape[1]), targets)  # noqa: E731
-        final, losses = _descend(loss_fn, params, learning_rate, epochs)
+        loss_fn = lambda p: mean_squared_loss(gdln_forward(p, inputs, layout, targets.shape[1]), targets)  # noqa: E731
+        final, losses = descend(loss_fn, params, learning_rate, epochs)
         return losses, params, final
 
     return jax.vmap(one)(keys)
@@ -355,8 +355,8 @@ def _initial_deep(keys, widths, init_scale):
 @partial(jax.jit, static_argnames=("epochs",))
 def _descend_deep(initial, inputs, targets, learning_rate, epochs):
     def one(params):
-        loss_fn = lambda p: _mean_squared_loss(deep_relu_forward(p, inputs), targets)  # noqa: E731
-        final, losses = _descend(loss_fn, params, learning_rate, epochs)
+        loss_fn = lambda p: mean_squared_loss(deep_relu_forward(p, inputs), targets)  # noqa: E731
+        final, losses = descend(loss_fn, params, learning_rate, epochs)
         return losses, final
 
     return jax.vmap(one)(initial)

@@ -25,22 +25,15 @@ from matplotlib.colors import BoundaryNorm, ListedColormap
 from matplotlib.figure import Figure
 from scipy.spatial import procrustes
 
-from gdln.derive.spec import Task, task_from_dict
-from gdln.derive.tasks import context_task
+from gdln.derive.spec import Task, context_task, task_from_dict
 from gdln.numeric.prediction import TaskPredictions, loss_of_staged_maps, staged_maps
+from gdln.verify.entries import epoch_grid, theory_stride
 from gdln.verify.files import save_figure
+from gdln.verify.following import aligned_candidate, candidate_predictions, predicted_relu_curves, relu_alignment
 from gdln.verify.progress import progress
-from gdln.verify.reports import (
-    aligned_candidate,
-    candidate_predictions,
-    epoch_grid,
-    predicted_relu_curves,
-    race_report,
-    relu_alignment,
-    theory_stride,
-    train_network,
-)
+from gdln.verify.race import race_report
 from gdln.verify.representations import classical_mds, hidden_layers
+from gdln.verify.simulation import train_network
 
 from .style import GATE_COLOURS, figure, integer_ticks, key, line, panels_with_keys, relu_style, runs
 

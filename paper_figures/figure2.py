@@ -19,14 +19,13 @@ import numpy as np
 # chosen or needed here, and nothing is left open in pyplot's figure manager.
 from matplotlib.figure import Figure
 
-from gdln.derive.spec import task_from_dict
-from gdln.derive.tasks import xor_task
+from gdln.derive.spec import task_from_dict, xor_task
 from gdln.numeric.initial_conditions import WEIGHTS
 from gdln.numeric.prediction import GRADIENT_FLOW, TaskPredictions
 from gdln.numeric.race import crossing_time
 from gdln.verify.files import save_figure
+from gdln.verify.following import candidate_predictions, predicted_relu_curves
 from gdln.verify.progress import progress
-from gdln.verify.reports import candidate_predictions, predicted_relu_curves
 from gdln.verify.sweep import Axis, trained_points
 
 from .style import count, figure, first_below, key, line, panels_with_keys, relu_style, runs

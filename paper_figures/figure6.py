@@ -15,8 +15,7 @@ from matplotlib.artist import Artist
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
-from gdln.derive.spec import task_from_dict
-from gdln.derive.tasks import section6_task
+from gdln.derive.spec import section6_task, task_from_dict
 from gdln.verify.files import save_figure
 from gdln.verify.graphs import depth_report
 

@@ -17,8 +17,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from gdln.derive.spec import task_from_dict
-from gdln.derive.tasks import routing_task
+from gdln.derive.spec import routing_task, task_from_dict
 from gdln.verify.files import save_figure
 from gdln.verify.graphs import ZERO_SHOT_INIT_SCALES, graph_verify_report, zero_shot_report
 

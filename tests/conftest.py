@@ -1,20 +1,23 @@
 import os
 import shutil
 import tempfile
-from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from gdln.derive.spec import load_spec
 from gdln.numeric.precision import use_x64
 
+from .helpers import XOR_SPEC
+
 use_x64()  # the suite computes as gdln's entry points do
+# every property test runs the same examples on every run and has no per-example deadline: a
+# loaded machine slows examples down, and a deadline would then fail tests that hold
+settings.register_profile("gdln", derandomize=True, deadline=None)
+settings.load_profile("gdln")
 # the CLI under test (in process and in subprocesses) keeps its caches here, never in the user's
 TEST_CACHE = tempfile.mkdtemp(prefix="gdln-test-cache-")
 os.environ["GDLN_CACHE_DIR"] = TEST_CACHE
-
-ROOT = Path(__file__).resolve().parent.parent
-XOR_SPEC = ROOT / "examples" / "xor.toml"
 
 
 def pytest_addoption(parser):
@@ -47,29 +50,3 @@ def xor_models(xor_task):
     from gdln.numeric.prediction import TaskPredictions
 
     return TaskPredictions(xor_task)
-
-
-def trained_t90(task, networks, seeds: int = 2) -> dict[str, float]:
-    """Per network, the epoch at which explicit-gate GDLNs trained by gradient descent from the
-    task's init (``seeds`` seeds, mean loss) reach 10% of the initial loss."""
-    import numpy as np
-
-    from gdln.numeric.race import crossing_time
-    from gdln.numeric.training import gdln_layout, train_gdln
-    from gdln.verify.reports import epoch_grid
-
-    x, y = np.array(task.inputs, float), np.array(task.targets, float)
-    ts = np.asarray(epoch_grid(task.training.epochs))
-    times = {}
-    for network in networks:
-        run = train_gdln(
-            x,
-            y,
-            gdln_layout(network, task.num_datapoints),
-            task.training.init_scale,
-            task.training.learning_rate,
-            task.training.epochs,
-            range(seeds),
-        )
-        times[network.name] = crossing_time(ts, np.asarray(run.losses).mean(axis=0), 0.1)
-    return times

@@ -14,20 +14,14 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from gdln.derive.spec import task_from_dict
-from gdln.derive.tasks import xor_task
+from gdln.derive.spec import task_from_dict, xor_task
 from gdln.numeric.alignment import OUTPUT_FRACTION, Alignment, align, aligned_network
 from gdln.numeric.initial_conditions import ALIGNMENT, pattern_matches, unmatched_units
 from gdln.numeric.prediction import GRADIENT_DESCENT, GRADIENT_FLOW
 from gdln.numeric.training import initial_relu_weights, relu_forward, train_relu
-from gdln.verify.reports import (
-    candidate_predictions,
-    epoch_grid,
-    predicted_relu_curves,
-    relu_alignment,
-    train_network,
-    verify_report,
-)
+from gdln.verify.entries import epoch_grid
+from gdln.verify.following import candidate_predictions, predicted_relu_curves, relu_alignment, verify_report
+from gdln.verify.simulation import train_network
 
 ALIGNMENT_RTOL = 1e-9
 RECURSION_TOLERANCE = 1e-9
@@ -268,14 +262,14 @@ def test_gated_chains_are_the_reduced_flow(xor_models, network):
 def test_member_ends_are_the_first_epoch_each_output_reaches_the_threshold():
     """The ends found by bisection on the run's running largest norm are, member by member, the
     first epoch at which ``factor^2 * norm`` reaches the threshold, as the phase's loop flags them."""
-    from gdln.numeric.alignment import _member_ends
+    from gdln.numeric.alignment import member_ends
 
     rng = np.random.default_rng(1)
     for _ in range(100):
         epochs = int(rng.integers(1, 40))
         norm = rng.random((3, epochs)) * np.where(rng.random((3, epochs)) < 0.5, 1.0, 4.0)
         squares, threshold = rng.random((3, 5)) * 3, rng.random(3) * 5
-        ended, found = _member_ends(norm, squares, threshold)
+        ended, found = member_ends(norm, squares, threshold)
         flags = np.logical_or.accumulate(squares[:, :, None] * norm[:, None, :] >= threshold[:, None, None], axis=-1)
         assert (ended == flags.any(axis=-1)).all()
         assert (found == np.where(flags.any(axis=-1), flags.argmax(axis=-1), epochs - 1)).all()

@@ -2,10 +2,9 @@
 
 import pytest
 
-from gdln.derive.spec import load_spec, task_from_dict
-from gdln.derive.tasks import context_task, to_toml, xor_task
+from gdln.derive.spec import context_task, load_spec, task_from_dict, to_toml, xor_task
 
-from .conftest import ROOT
+from .helpers import ROOT
 
 
 def _same_task(first, second):

@@ -16,7 +16,7 @@ from gdln.numeric.compile import compile_expressions, exact_constants
 from gdln.numeric.precision import use_compilation_cache
 from gdln.numeric.prediction import TaskPredictions
 
-from .conftest import XOR_SPEC
+from .helpers import XOR_SPEC
 
 
 def test_exact_constants_survive_cancellation():
@@ -206,8 +206,7 @@ def test_networks_sharing_a_pathway_read_its_modes_once(disk_cache, monkeypatch)
     written: networks with the same pathway, read back from disk, hold the very same mode objects,
     equal to the built ones."""
     from gdln.derive.modes import Mode
-    from gdln.derive.spec import task_from_dict
-    from gdln.derive.tasks import context_task
+    from gdln.derive.spec import context_task, task_from_dict
 
     task = task_from_dict(context_task(2, 3, ["hierarchy"] * 3, "context-subsets"))
     names = [n.name for n in task.networks]
@@ -249,7 +248,7 @@ def test_compiled_solves_written_after_a_persistent_cache_hit_load_in_the_next_p
     import subprocess
     import sys
 
-    from .conftest import ROOT
+    from .helpers import ROOT
 
     env = {**os.environ, cache.CACHE_ENV: str(tmp_path)}
     spec = tmp_path / "context.toml"  # interacting pathways: raced on the reduced flow
@@ -288,8 +287,7 @@ def test_symmetric_groups_and_reduced_system_are_read_back_not_recomputed(disk_c
     rebuilt on demand), and a process that reads it back gets them without comparing pathways
     again: equal groups, classes, coupling and ODEs."""
     from gdln.derive import symmetry
-    from gdln.derive.spec import task_from_dict
-    from gdln.derive.tasks import context_task
+    from gdln.derive.spec import context_task, task_from_dict
 
     # quartic CRootOf modes, radicals, interacting pathways and a group of two symmetric pathways
     task = task_from_dict(context_task(4, 3, ["clusters", "clusters", "chain"], "context-subsets"))

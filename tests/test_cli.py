@@ -12,11 +12,10 @@ import numpy as np
 import pytest
 
 from gdln.cli import main
-from gdln.derive.expressions import parse_expression
 from gdln.derive.modes import vanishes
-from gdln.derive.spec import load_spec
+from gdln.derive.spec import load_spec, parse_expression
 
-from .conftest import XOR_SPEC
+from .helpers import XOR_SPEC
 
 DELTA_STAR = math.sqrt(8 / 3)  # Appendix C, solved by hand: Delta^2 = 2 + Delta^2/4
 
@@ -255,3 +254,18 @@ def test_verify_refuses_descent_without_the_alignment_phase(capsys):
     code = main(["verify", str(XOR_SPEC), "--initial-conditions", "width", "--time", "descent", "--epochs", "10"])
     err = capsys.readouterr().err.strip()
     assert code == 2 and len(err.splitlines()) == 1 and "--time" in err and "xor.toml" in err
+
+
+def test_zero_shot_help_states_the_report_defaults(capsys):
+    """``gdln zero-shot --help`` once said ``--seeds`` defaulted to "the task's"; it names the
+    defaults the report itself takes."""
+    import inspect
+
+    from gdln.verify.graphs import zero_shot_report
+
+    with pytest.raises(SystemExit):
+        main(["zero-shot", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    defaults = inspect.signature(zero_shot_report).parameters
+    assert f"seeds per point (default {defaults['seeds'].default})" in text
+    assert f"training epochs (default {defaults['epochs'].default})" in text

@@ -12,11 +12,10 @@ from hypothesis import strategies as st
 
 from gdln.cli import main
 from gdln.derive.derivation import TAU, TIME, NetworkDerivation
-from gdln.derive.spec import task_from_dict
-from gdln.derive.tasks import context_task
-from gdln.verify.reports import race_report
+from gdln.derive.spec import context_task, task_from_dict
+from gdln.verify.race import race_report
 
-from .conftest import trained_t90
+from .helpers import trained_t90
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from gdln.cli import main
-from gdln.derive.tasks import context_task, cross, hierarchy, ring, to_toml
+from gdln.derive.spec import context_task, cross, hierarchy, ring, to_toml
 from gdln.verify.realizability import realizable
 
 

@@ -32,9 +32,10 @@ from gdln.numeric.race import (
     log_mode_strength,
     mode_crossing_time,
 )
-from gdln.verify.reports import epoch_grid, race_report, theory_stride
+from gdln.verify.entries import epoch_grid, theory_stride
+from gdln.verify.race import race_report
 
-from .conftest import XOR_SPEC
+from .helpers import XOR_SPEC
 
 TAU = 100.0
 DELTAS = (1e-6, 1.0, 1000.0)
@@ -412,8 +413,8 @@ def test_reduced_flow_least_loss_is_the_quadratic_minimum():
 def test_group_closed_forms_in_log_space_match_the_exact_flow():
     """Interacting symmetric pathways with a group closed form (Section 5 residual, d from the
     group coupling): the log-space race agrees with the exact reduced flow's race."""
+    from gdln.derive.spec import context_task
     from gdln.derive.staged import StagedDerivation
-    from gdln.derive.tasks import context_task
     from gdln.numeric.reduced_flow import ReducedFlow
 
     task = task_from_dict(context_task(8, 3, ["hierarchy"] * 3, "context-subsets"), "<section5>")
@@ -445,7 +446,7 @@ def test_no_winner_when_nothing_is_learnt_within_the_horizon(xor_races):
 )
 def test_finite_crossings_row_by_row(rows, fraction):
     """The batched crossing of sampled curves equals a plain loop over each row's samples."""
-    from gdln.verify.reports import finite_crossings
+    from gdln.verify.rules import finite_crossings
 
     ts = np.cumsum(np.arange(1, len(rows[0]) + 1, dtype=float))
     got = finite_crossings(ts, np.array(rows), fraction)

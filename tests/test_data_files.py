@@ -9,8 +9,7 @@ import sympy
 
 from gdln.cli import main
 from gdln.derive.errors import SpecError
-from gdln.derive.spec import load_spec
-from gdln.derive.tasks import digits_task, to_toml, xor_task
+from gdln.derive.spec import digits_task, load_spec, to_toml, xor_task
 
 XOR_INPUTS = np.array([[1, 1, 0.5], [1, -1, -0.5], [-1, 1, -0.5], [-1, -1, 0.5]])
 XOR_TARGETS = np.array([[1], [-1], [-1], [1]])
@@ -106,7 +105,7 @@ def test_other_suffixes_sizes_and_mixtures_are_refused(tmp_path, monkeypatch):
     with pytest.raises(SpecError, match="neither .npz nor .csv"):
         load_spec(_spec(tmp_path, 'file = "data.txt"'))
     np.savez(tmp_path / "data.npz", inputs=XOR_INPUTS, targets=XOR_TARGETS)
-    monkeypatch.setattr("gdln.derive.data_files.MAX_DATA_FILE_BYTES", 10)
+    monkeypatch.setattr("gdln.derive.spec.data_files.MAX_DATA_FILE_BYTES", 10)
     with pytest.raises(SpecError, match="above the limit"):
         load_spec(_spec(tmp_path, 'file = "data.npz"'))
     with pytest.raises(SpecError, match="not both"):

@@ -34,7 +34,7 @@ def _readme_number(value) -> str:
 
 
 def test_limits_table_gives_the_numbers_of_the_code():
-    from gdln.derive import expressions, limits
+    from gdln.derive.spec import expressions, limits
 
     text = (ROOT / "docs" / "specs.md").read_text()
     table = text[text.index("## Limits and checks") :]

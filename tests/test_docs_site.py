@@ -14,7 +14,7 @@ import pytest
 from gdln.cli import build_parser
 from gdln.cli_reference import reference_markdown
 
-from .conftest import ROOT
+from .helpers import ROOT
 
 LONG_RUNNING = "<!-- long-running"
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]

@@ -16,10 +16,9 @@ from hypothesis import strategies as st
 
 from gdln.cli import main
 from gdln.derive.derivation import TAU, TIME, NetworkDerivation
-from gdln.derive.spec import task_from_dict
-from gdln.derive.tasks import context_task
+from gdln.derive.spec import context_task, task_from_dict
 from gdln.numeric.prediction import Prediction, TaskPredictions
-from gdln.verify.reports import derive_report
+from gdln.verify.derivation_report import derive_report
 
 DECIMAL = re.compile(r"\d\.\d|\d[eE][+-]?\d")
 STATE_NAME = re.compile(r"\b[ab]0?_[\w.+-]+")  # state symbols such as a_net.contexts-1-2.0
@@ -369,7 +368,7 @@ def test_group_system_solves_its_ode_and_matches_the_modes():
 
 def test_default_text_fits_two_screens_and_full_keeps_the_dump(capsys, tmp_path):
     path = tmp_path / "k3.toml"
-    from gdln.derive.tasks import to_toml
+    from gdln.derive.spec import to_toml
 
     path.write_text(to_toml(context_task(8, 3, ["hierarchy"] * 3, "context-subsets")))
     assert main(["derive", str(path), "--network", "common+2"]) == 0
@@ -400,7 +399,7 @@ def _pdflatex(tex, cwd):
 
 
 def test_latex_documents_compile_short_and_within_the_margins(capsys, tmp_path):
-    from gdln.derive.tasks import to_toml
+    from gdln.derive.spec import to_toml
 
     k3 = tmp_path / "k3.toml"
     k3.write_text(to_toml(context_task(8, 3, ["hierarchy"] * 3, "context-subsets")))

@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gdln.derive.errors import SpecError
-from gdln.derive.expressions import parse_expression
+from gdln.derive.spec import parse_expression
 
 DELTA = sympy.Symbol("Delta", positive=True)
 PARAMS = {"Delta": DELTA}

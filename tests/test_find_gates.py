@@ -11,7 +11,7 @@ from gdln.derive.spec import load_spec
 from gdln.numeric.gate_finding import cluster_rows
 from gdln.verify.find_gates import elbow, found_network
 
-from .conftest import ROOT, XOR_SPEC
+from .helpers import ROOT, XOR_SPEC
 
 SECTION4 = ROOT / "examples" / "section4_context.toml"
 #: the found network's units are split by cluster shares, the hand-written one's equally: their

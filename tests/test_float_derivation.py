@@ -9,11 +9,10 @@ import sympy
 from gdln.derive import float_modes
 from gdln.derive.derivation import NetworkDerivation
 from gdln.derive.modes import vanishes
-from gdln.derive.spec import Network, Pathway, load_spec, task_from_dict
-from gdln.derive.tasks import digits_task
+from gdln.derive.spec import Network, Pathway, digits_task, load_spec, task_from_dict
 from gdln.numeric.initial_conditions import starting_units
 
-from .conftest import ROOT
+from .helpers import ROOT
 
 #: float64 against exact values of O(1) (data scaled to mean squared norm 1); singular vectors
 #: are good to 1e-16 / gap, and Section 4 has singular values 3e-6 apart

@@ -29,11 +29,11 @@ import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from gdln.derive import limits
 from gdln.derive.errors import SpecError
-from gdln.derive.spec import load_spec, task_from_dict
+from gdln.derive.spec import limits, load_spec, task_from_dict
 
-from .test_fuzz import FUZZ, run_cli, to_toml, valid_spec
+from .helpers import FUZZ, run_cli
+from .spec_strategies import to_toml, valid_spec
 
 #: cases per strategy (hypothesis's max_examples; per change where a strategy is run change by
 #: change): the default tier, and the slow tier
@@ -588,7 +588,7 @@ def graph_twin(module: dict, width: int, outputs: int, hidden_units: int) -> dic
     """The graph form of the module network ``module`` as a spec writes it, built from the raw
     entries (so a broken module gives a broken twin): one input node per distinct input list, one
     output node per distinct output list, a chain of hidden nodes per pathway named as
-    :func:`derive.graph.module_graph` names them, gated where the pathway is."""
+    :func:`derive.spec.graph.module_graph` names them, gated where the pathway is."""
     pathways = module["pathway"]
     default_units = max(1, hidden_units // len(pathways))
     inputs: dict[tuple, str] = {}

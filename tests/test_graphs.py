@@ -13,8 +13,7 @@ import pytest
 from gdln.cli import main
 from gdln.derive.derivation import NetworkDerivation
 from gdln.derive.errors import DerivationError
-from gdln.derive.graph import graph_entry, module_graph
-from gdln.derive.spec import load_spec, task_from_dict
+from gdln.derive.spec import graph_entry, load_spec, module_graph, task_from_dict
 from gdln.numeric.graph_network import (
     graph_flow_losses,
     graph_forward,
@@ -25,10 +24,10 @@ from gdln.numeric.graph_network import (
     train_graph,
 )
 from gdln.numeric.training import gdln_forward, gdln_layout, init_gdln
-from gdln.verify.reports import race_report
+from gdln.verify.race import race_report
 
-from .conftest import ROOT, XOR_SPEC
-from .test_fuzz import to_toml
+from .helpers import ROOT, XOR_SPEC
+from .spec_strategies import to_toml
 
 #: agreement of the Eq. 3 flow with autodiff (both exact up to rounding in float64)
 FLOW_RTOL = 1e-10

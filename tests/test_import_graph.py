@@ -8,7 +8,7 @@ import ast
 
 import pytest
 
-from .conftest import ROOT
+from .helpers import ROOT
 
 # (folder, import name), lowest layer first; the CLI is the rest of gdln
 LAYERS = [
@@ -148,3 +148,80 @@ def test_every_package_folder_is_installed():
             on_disk.add(".".join((top, *parts)))
     assert on_disk - listed == set()
     assert listed - on_disk == set()
+
+
+# --- rooms: private names stay in their module; derive/latex and derive/spec are entered whole ----
+
+#: the folders whose modules must keep private names private (the tests included)
+PRIVATE_CHECKED = [*FOLDERS, "bench", "examples", "tests"]
+#: the subpackages that the rest of gdln enters through their package only
+ENTERED_WHOLE = {"gdln.derive.latex": ROOT / "derive" / "latex", "gdln.derive.spec": ROOT / "derive" / "spec"}
+
+
+def _absolute(path, node) -> str | None:
+    """The absolute module an ``ImportFrom`` names, resolving relative imports by the file's place
+    (``derive/latex/writer.py`` is ``gdln.derive.latex.writer``)."""
+    if node.level == 0:
+        return node.module
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    top = {"derive": "gdln.derive", "numeric": "gdln.numeric", "verify": "gdln.verify"}
+    top |= {"paper_figures": "gdln.figures", "gdln": "gdln", "tests": "tests", "bench": "bench"}
+    if parts[0] not in top:
+        return None
+    package = [top[parts[0]], *parts[1:-1]]
+    base = package[: len(package) - (node.level - 1)] if node.level > 1 else package
+    return ".".join([*base, node.module] if node.module else base)
+
+
+def _private_imports(path):
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            for alias in node.names:
+                if alias.name.startswith("_") and not alias.name.startswith("__"):
+                    yield f"{path.relative_to(ROOT)}:{node.lineno} imports {alias.name} from {node.module}"
+
+
+def test_no_private_name_is_imported_across_modules():
+    """A helper two modules use is public, in a module named for what it does: ``from m import
+    _helper`` anywhere in the repository is a seam to mend."""
+    found = [
+        hit
+        for folder in PRIVATE_CHECKED
+        for path in sorted((ROOT / folder).rglob("*.py"))
+        for hit in _private_imports(path)
+    ]
+    assert found == []
+
+
+def test_the_private_check_sees_a_private_import(tmp_path):
+    module = ROOT / "tests" / "_probe_private.py"
+    try:
+        module.write_text("from gdln.verify.sweep import _hidden\nfrom .helpers import ROOT\n")
+        assert [hit.split(" imports ")[1] for hit in _private_imports(module)] == ["_hidden from gdln.verify.sweep"]
+    finally:
+        module.unlink()
+
+
+@pytest.mark.parametrize("package", sorted(ENTERED_WHOLE))
+def test_subpackage_exists_and_is_entered_through_its_package(package):
+    """``derive/latex/`` and ``derive/spec/`` are rooms of their own: the rest of the library (the
+    tests may reach inside to patch a limit) imports their package, never a module inside."""
+    folder = ENTERED_WHOLE[package]
+    assert (folder / "__init__.py").is_file()
+    reached_inside = []
+    for library in FOLDERS:
+        for path in sorted((ROOT / library).rglob("*.py")):
+            if folder in path.parents:
+                continue
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.ImportFrom) and (module := _absolute(path, node)):
+                    if module.startswith(package + "."):
+                        reached_inside.append(f"{path.relative_to(ROOT)}:{node.lineno} imports {module}")
+                elif isinstance(node, ast.Import):
+                    reached_inside += [
+                        f"{path.relative_to(ROOT)}:{node.lineno} imports {a.name}"
+                        for a in node.names
+                        if a.name.startswith(package + ".")
+                    ]
+    assert reached_inside == []

@@ -11,9 +11,8 @@ import pytest
 import sympy
 
 from gdln.derive.derivation import TAU, TIME, NetworkDerivation
-from gdln.derive.spec import load_spec, task_from_dict
+from gdln.derive.spec import chain, clusters, context_task, load_spec, task_from_dict
 from gdln.derive.staged import StagedDerivation
-from gdln.derive.tasks import chain, clusters, context_task
 from gdln.numeric.initial_conditions import expected_initial_strengths, pathway_initial_strengths
 from gdln.numeric.race import CompiledNetwork
 from gdln.numeric.reduced_flow import ReducedFlow

@@ -3,7 +3,7 @@ a fixed case: exit 0 with valid, finite JSON, or exit 2 with one line naming the
 never a traceback, never more than 30 s, never a partial file.
 
 Cases that need a real process (file-size limits) run ``python -m gdln``; the rest run
-the CLI in-process through :func:`tests.test_fuzz.run_cli`, which enforces the contract."""
+the CLI in-process through :func:`tests.helpers.run_cli`, which enforces the contract."""
 
 from __future__ import annotations
 
@@ -15,8 +15,7 @@ import sys
 
 import pytest
 
-from .conftest import ROOT, XOR_SPEC
-from .test_fuzz import run_cli
+from .helpers import ROOT, XOR_SPEC, run_cli
 
 XOR_DATA = '[data]\ninputs = [[1, 1, "Delta/2"], [1, -1, "-Delta/2"], [-1, 1, "-Delta/2"], [-1, -1, "Delta/2"]]\ntargets = [[1], [-1], [-1], [1]]\n'
 NETWORKS = (

@@ -14,14 +14,15 @@ import sympy
 from gdln.cli import main
 from gdln.derive import formulas
 from gdln.derive.derivation import TAU, TIME, NetworkDerivation
-from gdln.derive.latex import derivation_latex, staged_latex
-from gdln.derive.latex_matrices import Registry, simple, structured
-from gdln.derive.latex_text import in_words, join, plural, ranges
-from gdln.derive.latex_width import split_sum, width
+from gdln.derive.latex import to_latex
+from gdln.derive.latex.matrices import Registry, simple, structured
+from gdln.derive.latex.text import in_words, ranges
+from gdln.derive.latex.width import split_sum, width
 from gdln.derive.spec import load_spec
 from gdln.derive.staged import StagedDerivation
+from gdln.derive.words import join, plural
 
-from .conftest import ROOT
+from .helpers import ROOT
 
 K3_SPEC = ROOT / "examples" / "section5_k3.toml"
 SECTION4_SPEC = ROOT / "examples" / "section4_context.toml"
@@ -151,7 +152,7 @@ def test_section4_document_names_algebraic_numbers_by_their_polynomials(capsys, 
 def test_staged_document_has_closed_forms_in_both_stages(tmp_path):
     task = load_spec(K3_SPEC)
     staged = StagedDerivation(task, "common+2")
-    tex = staged_latex(staged, document=True)
+    tex = to_latex(staged, document=True)
     assert_reads_as_a_derivation(tex, speed=False)
     assert "{Stage 1: pathway 1 alone}" in tex and "{Stage 2: pathways 2, 3 and 4 on the residual}" in tex
     first, second = staged.first_stage.reduced_system, staged.second_stage.reduced_system
@@ -169,7 +170,7 @@ def test_staged_document_has_closed_forms_in_both_stages(tmp_path):
 
 def test_fragment_is_the_body_and_compiles_with_amsmath_alone(tmp_path):
     derivation = NetworkDerivation(load_spec(K3_SPEC), "common+2")
-    body = derivation_latex(derivation)
+    body = to_latex(derivation)
     assert "\\documentclass" not in body and body == derivation._repr_latex_()
     (tmp_path / "body.tex").write_text(body)
     main_tex = tmp_path / "main.tex"
@@ -245,13 +246,12 @@ def test_deep_pathway_with_algebraic_values(tmp_path):
     """A depth-3 pathway whose singular values have no radical form and whose modes miss
     Assumption 2.1.1: the growth term is D a^(2-2/D), the values are numbered roots (never SymPy's
     CRootOf), and the document says why the system stays in modes."""
-    from gdln.derive.spec import task_from_dict
-    from gdln.derive.tasks import context_task
+    from gdln.derive.spec import context_task, task_from_dict
 
     document = context_task(4, 3, ["hierarchy", "chain", "clusters"], "context-subsets")
     document["network"] = [{"name": "deep", "pathway": [{"name": "deep", "hidden_layers": 2}]}]
     derivation = NetworkDerivation(task_from_dict(document), "deep")
-    tex = derivation_latex(derivation, document=True)
+    tex = to_latex(derivation, document=True)
     assert_reads_as_a_derivation(tex)
     assert "CRootOf" not in tex and "\\sqrt{z_{1,1}} \\approx" in tex and "P_{1}(z) = " in tex
     assert "3\\, \\mathbf{a}_{1}^{\\frac{4}{3}} \\circ" in tex
@@ -265,4 +265,4 @@ def test_deep_pathway_with_algebraic_values(tmp_path):
 def test_derive_staged_flag_writes_the_staged_derivation(capsys, tmp_path):
     path = tmp_path / "staged.tex"
     assert main(["derive", str(K3_SPEC), "--network", "common+2", "--staged", "--latex", str(path)]) == 0
-    assert path.read_text() == staged_latex(StagedDerivation(load_spec(K3_SPEC), "common+2"), document=True)
+    assert path.read_text() == to_latex(StagedDerivation(load_spec(K3_SPEC), "common+2"), document=True)

@@ -7,7 +7,7 @@ import pytest
 
 from gdln.cli import build_parser, main
 
-from .conftest import ROOT
+from .helpers import ROOT
 
 
 def _options(parser, path=()):
@@ -75,7 +75,7 @@ def test_reports_show_as_tables_and_stay_dicts():
     import json
 
     from gdln.derive.spec import load_spec
-    from gdln.verify.reports import race_report
+    from gdln.verify.race import race_report
 
     task = load_spec(ROOT / "examples" / "xor.toml")
     report = race_report(task, {"Delta": 2.0})
@@ -91,14 +91,14 @@ def test_reports_show_as_tables_and_stay_dicts():
 def test_derivation_latex_display_compiles(tmp_path):
     """A derivation's Jupyter display is the body of --latex-fragment; it compiles with pdflatex."""
     from gdln.derive.derivation import NetworkDerivation
-    from gdln.derive.latex import derivation_latex
+    from gdln.derive.latex import to_latex
     from gdln.derive.spec import load_spec
 
     from .test_latex import pdflatex
 
     derivation = NetworkDerivation(load_spec(ROOT / "examples" / "xor.toml"), "xor")
     body = derivation._repr_latex_()
-    assert body == derivation_latex(derivation)
+    assert body == to_latex(derivation)
     path = tmp_path / "main.tex"
     path.write_text(
         "\\documentclass{article}\n\\usepackage{amsmath,amssymb}\n\\begin{document}\n" + body + "\\end{document}\n"

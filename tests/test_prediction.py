@@ -4,11 +4,11 @@ import jax
 import numpy as np
 import pytest
 
-from gdln.derive.spec import task_from_dict
-from gdln.derive.tasks import context_task
+from gdln.derive.spec import context_task, task_from_dict
 from gdln.numeric.initial_conditions import pathway_log_initial_strengths
 from gdln.numeric.prediction import CLOSED_FORM, REDUCED_FLOW, Prediction, TaskPredictions
-from gdln.verify.reports import epoch_grid, staged_report, theory_stride
+from gdln.verify.entries import epoch_grid, theory_stride
+from gdln.verify.race import staged_report
 
 RTOL = 1e-6  # integrator and assertion alike (reduced flow vs closed form)
 

@@ -15,7 +15,7 @@ import pytest
 
 from bench.results import ENTRIES, FOLDER, HEADER, command_line
 
-from .conftest import ROOT
+from .helpers import ROOT
 
 PAGE = ROOT / "docs" / "results.md"
 RTOL = 1e-6

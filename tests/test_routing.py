@@ -12,8 +12,7 @@ import pytest
 
 from gdln.cli import main
 from gdln.derive.shared import SharedReduction
-from gdln.derive.spec import load_spec, task_from_dict
-from gdln.derive.tasks import routing_task
+from gdln.derive.spec import load_spec, routing_task, task_from_dict
 from gdln.numeric.data import NumericDataset
 from gdln.numeric.graph_network import graph_layout, graph_loss, path_flow, train_graph
 from gdln.numeric.shared_flow import SharedFlow
@@ -185,7 +184,7 @@ def test_section6_two_hidden_layers_against_the_shared_layer_gdln():
     """Paper Section 6 over 5 seeds: both networks learn the task, and the ReLU network's second
     layer gates on patterns no single ReLU unit on the inputs can make (depth breaks Lemma 4.1).
     Measured (README): typical runs differ by up to 0.30 L(0), the means by 0.25 L(0)."""
-    from gdln.derive.tasks import section6_task
+    from gdln.derive.spec import section6_task
     from gdln.verify.graphs import depth_report
 
     task = task_from_dict(section6_task(seeds=5), source="section 6")

@@ -12,12 +12,12 @@ from hypothesis import strategies as st
 from gdln.cli import main
 from gdln.derive.spec import load_spec, task_from_dict
 from gdln.numeric.training import initial_relu_weights, train_relu, train_relu_points
-from gdln.verify.reports import race_report, verify_report
+from gdln.verify.following import verify_report
+from gdln.verify.race import race_report
 from gdln.verify.sweep import parse_axis, sweep_report
 from gdln.verify.sweep_checks import check_points
 
-from .conftest import ROOT, XOR_SPEC
-from .test_fuzz import FUZZ, run_cli
+from .helpers import FUZZ, ROOT, XOR_SPEC, run_cli
 
 #: the sweep's crossing times against race's: closed forms bisected to ~1e-13, ODE races solved at
 #: the sweep's SWEEP_RTOL (1e-8) against race's 1e-10 (on Section 4 within 5e-10 of each other)
@@ -587,7 +587,7 @@ def test_agreement_where_the_assumptions_hold_counts_those_points():
 def test_seed_standard_error_against_two_seeds_by_hand():
     """Two seeds ``a, b``: the standard error of their mean is ``|a - b| / 2`` at each sample;
     one seed has none, and identical seeds have zero."""
-    from gdln.verify.reports import seed_standard_error
+    from gdln.verify.rules import seed_standard_error
 
     a = np.array([2.0, 1.5, 0.4, 0.1])
     b = np.array([2.0, 1.1, 0.3, 0.1])
@@ -597,7 +597,7 @@ def test_seed_standard_error_against_two_seeds_by_hand():
 
 
 def test_follow_resolution_holds_the_lead_to_two_standard_errors():
-    from gdln.verify.reports import DECIDED_STANDARD_ERRORS, follow_resolution
+    from gdln.verify.rules import DECIDED_STANDARD_ERRORS, follow_resolution
 
     losses = np.array([[1.0, 0.6, 0.2], [1.0, 0.4, 0.2]])  # standard error 0.1 of the initial loss
     networks = [
@@ -670,3 +670,48 @@ def test_sweep_markdown_agreement_counts_each_subset():
     assert rows["disagreements where the assumptions fail"] == "1 of 1"
     assert rows["disagreements the seeds do not decide"] == "1 of 1"
     assert rows["disagreements outside validity (> 0.05)"] == "0 of 1"
+
+
+# --- issue 37: a sweep over width keeps the task's seeds and splits pathway units again ----------
+
+
+def test_width_axis_keeps_the_seeds_given(capsys):
+    """``--grid hidden_units=... --seeds 2`` once read the spec file again for each width and lost
+    ``--seeds`` (a shape mismatch traceback in the alignment-seeded race)."""
+    code, out, _ = run_cli(
+        capsys, ["sweep", str(XOR_SPEC), "--grid", "hidden_units=64:128:2", "--seeds", "2", "--json"]
+    )
+    assert code == 0
+    report = json.loads(out)
+    assert [len(p["assumptions"]["phase_epochs"]) for p in report["points"]] == [2, 2]
+    assert "2 ReLU seeds" in report["seeds"]["aligned"]
+
+
+def test_with_training_splits_pathway_units_as_the_spec_reader_does():
+    """A task built in Python and one read from a file agree at any width: the pathways without
+    stated units take their share of the new width; stated units stay."""
+    document = tomllib.loads(XOR_SPEC.read_text(encoding="utf-8"))
+    for width in (32, 128, 301):
+        changed = task_from_dict(document, source="<python>").with_training(hidden_units=width)
+        document_at_width = {**document, "training": {**document.get("training", {}), "hidden_units": width}}
+        read = task_from_dict(document_at_width, source="<python>")
+        assert [[p.units for p in n.pathways] for n in changed.networks] == [
+            [p.units for p in n.pathways] for n in read.networks
+        ]
+        assert changed.training == read.training
+    stated = {**document, "network": [{**document["network"][0], "pathway": [{"units": 7}]}]}
+    assert task_from_dict(stated).with_training(hidden_units=500).networks[0].pathways[0].units == 7
+
+
+def test_width_sweep_of_a_python_task_is_the_file_task():
+    """The same sweep from a task built in Python and from the file: every point's half-times
+    agree (the Python task once kept the spec's pathway units at every width)."""
+    from_file = load_spec(XOR_SPEC)
+    in_python = task_from_dict(tomllib.loads(XOR_SPEC.read_text(encoding="utf-8")))
+    axis = "hidden_units=32:128:2"
+    a = sweep_report(from_file, [parse_axis(axis, from_file)])
+    b = sweep_report(in_python, [parse_axis(axis, in_python)])
+    for p, q in zip(a["points"], b["points"]):
+        assert [n["t_half"] for n in p["networks"]] == pytest.approx([n["t_half"] for n in q["networks"]], rel=1e-12)
+    first, last = a["points"][0]["networks"], a["points"][-1]["networks"]
+    assert [n["t_half"] for n in first] != pytest.approx([n["t_half"] for n in last], rel=1e-6)

@@ -12,15 +12,13 @@ import pytest
 import sympy
 
 from gdln.cli import main
-from gdln.commands.derive import _equation_style
-from gdln.derive.expressions import parse_expression
+from gdln.commands.derive import equation_style
 from gdln.derive.modes import vanishes
-from gdln.derive.spec import load_spec
-from gdln.derive.tasks import context_task, to_toml
+from gdln.derive.spec import context_task, load_spec, parse_expression, to_toml
 from gdln.numeric.prediction import TaskPredictions
-from gdln.verify.reports import equation_text
+from gdln.verify.derivation_report import equation_text
 
-from .conftest import ROOT, XOR_SPEC
+from .helpers import ROOT, XOR_SPEC
 
 SECTION4 = ROOT / "examples" / "section4_context.toml"
 NUMBER = r"[-+]?\d+(?:\.\d*)?(?:e[-+]?\d+)?"
@@ -158,13 +156,13 @@ def test_derive_pretty_prints_equations_on_a_terminal(capsys, monkeypatch):
             return True
 
     monkeypatch.setattr("sys.stdout", Terminal("utf-8"))
-    assert _equation_style(argparse.Namespace(plain=False)) == "pretty"
-    assert _equation_style(argparse.Namespace(plain=True)) == "plain"
+    assert equation_style(argparse.Namespace(plain=False)) == "pretty"
+    assert equation_style(argparse.Namespace(plain=True)) == "plain"
     monkeypatch.setattr("sys.stdout", Terminal("ascii"))
-    assert _equation_style(argparse.Namespace(plain=False)) == "ascii"
+    assert equation_style(argparse.Namespace(plain=False)) == "ascii"
     monkeypatch.undo()
-    assert _equation_style(argparse.Namespace(plain=False)) == "plain"  # captured: not a terminal
-    monkeypatch.setattr("gdln.commands.derive._equation_style", lambda args: "pretty")
+    assert equation_style(argparse.Namespace(plain=False)) == "plain"  # captured: not a terminal
+    monkeypatch.setattr("gdln.commands.derive.equation_style", lambda args: "pretty")
     assert main(["derive", str(XOR_SPEC), "--network", "xor"]) == 0
     text = capsys.readouterr().out
     system = TaskPredictions(load_spec(XOR_SPEC)).derivation("xor").reduced_system

@@ -15,7 +15,8 @@ import pytest
 
 from gdln.derive import formulas
 from gdln.numeric.training import gdln_layout, train_gdln
-from gdln.verify.reports import epoch_grid, verify_report
+from gdln.verify.entries import epoch_grid
+from gdln.verify.following import verify_report
 
 
 @pytest.mark.parametrize("network, delta", [("xor", 0.8), ("linear", 3.0)])

@@ -14,7 +14,7 @@ from gdln.derive.spec import load_spec
 from gdln.numeric.data import NumericDataset
 from gdln.numeric.training import train_relu
 
-from .conftest import ROOT, XOR_SPEC
+from .helpers import ROOT, XOR_SPEC
 
 #: float32 against float64, as a fraction of the initial loss, anywhere along the curve (the
 #: issue's allowance; measured 2e-7 on XoR and 1e-5 on Section 4)

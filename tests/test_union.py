@@ -5,8 +5,7 @@ import json
 import pytest
 
 from gdln.cli import main
-from gdln.derive.spec import task_from_dict
-from gdln.derive.tasks import context_task
+from gdln.derive.spec import context_task, task_from_dict
 from gdln.verify.union import union_network, union_report
 
 
@@ -32,7 +31,7 @@ def test_pair_pathways_outgrow_single_context_pathways(tmp_path, capsys):
             assert by_name[pair]["final"] > 10 * by_name[single]["final"]
         assert by_name[single]["log10_growth"] > 1
     spec = tmp_path / "small.toml"
-    from gdln.derive.tasks import to_toml
+    from gdln.derive.spec import to_toml
 
     spec.write_text(to_toml(context_task(4, 3, ["hierarchy"] * 3, "context-subsets")))
     assert main(["union", str(spec), "--json"]) == 0

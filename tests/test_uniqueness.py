@@ -13,9 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gdln.derive.automorphisms import Automorphism, automorphisms, canonical_form, network_orbits
-from gdln.derive.spec import Network, Pathway, load_spec, task_from_dict
-from gdln.derive.tasks import context_task, xor_task
-from gdln.verify.reports import race_report
+from gdln.derive.spec import Network, Pathway, context_task, load_spec, task_from_dict, xor_task
+from gdln.verify.race import race_report
 from gdln.verify.uniqueness import unique_report
 
 ORBIT_RTOL = 1e-9
@@ -68,7 +67,7 @@ def test_xor_has_one_symmetry_besides_the_identity():
     assert swap.datapoints == (0, 2, 1, 3) and swap.inputs == (1, 0, 2)
 
 
-def _network(name, gates, inputs=(0, 1, 2)):
+def search_network(name, gates, inputs=(0, 1, 2)):
     return Network(
         name,
         tuple(Pathway(f"p{k}", tuple(g), tuple(inputs), (0,), hidden_layers=1, units=32) for k, g in enumerate(gates)),
@@ -97,8 +96,8 @@ def test_networks_in_one_orbit_learn_identically():
     # such ties show up as a margin of 0 between orbits, never as a false "unique"
     assert race["a"]["t_half"] == pytest.approx(race["d"]["t_half"], rel=ORBIT_RTOL)
     # a pathway's inputs move with the symmetry too
-    assert canonical_form(_network("d", [[1]], inputs=(0,)), group) == canonical_form(
-        _network("e", [[2]], inputs=(1,)), group
+    assert canonical_form(search_network("d", [[1]], inputs=(0,)), group) == canonical_form(
+        search_network("e", [[2]], inputs=(1,)), group
     )
 
 
@@ -193,7 +192,7 @@ def test_unique_command_json_contract(capsys):
 
     from gdln.cli import main
 
-    from .conftest import XOR_SPEC
+    from .helpers import XOR_SPEC
 
     assert main(["unique", str(XOR_SPEC), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
@@ -255,7 +254,7 @@ def test_search_orbits_are_the_brute_force_orbits_on_two_items():
     its size once merged ``{a}`` with ``{0, a}``), and every orbit's size divides the group's."""
     from itertools import combinations
 
-    from gdln.verify.search import _network, search_networks
+    from gdln.verify.search import search_network, search_networks
 
     task = task_from_dict(context_task(2, 3, ["hierarchy"] * 3))
     networks, search = search_networks(task, None, 4, "contexts")
@@ -266,7 +265,7 @@ def test_search_orbits_are_the_brute_force_orbits_on_two_items():
     for size in range(1, 5):
         for chosen in combinations(patterns, size):
             if leaders & set(chosen):
-                form = canonical_form(_network("n", chosen, task, 10), group)
+                form = canonical_form(search_network("n", chosen, task, 10), group)
                 brute[form] = brute.get(form, 0) + 1
     raced = [canonical_form(n, group) for n in networks]
     assert len(set(raced)) == len(raced) == len(brute)  # one network per orbit, every orbit raced
@@ -286,7 +285,7 @@ def test_search_orbits_are_the_brute_force_orbits_on_two_items():
 def test_search_bad_input_is_a_one_line_error(capsys, args, fragment):
     from gdln.cli import main
 
-    from .conftest import XOR_SPEC
+    from .helpers import XOR_SPEC
 
     assert main(["unique", str(XOR_SPEC), *args]) == 2
     err = capsys.readouterr().err
@@ -296,7 +295,7 @@ def test_search_bad_input_is_a_one_line_error(capsys, args, fragment):
 def test_search_refuses_more_than_sixteen_datapoints(capsys):
     from gdln.cli import main
 
-    from .conftest import ROOT
+    from .helpers import ROOT
 
     assert main(["unique", str(ROOT / "examples" / "section4_context.toml"), "--max-pathways", "2"]) == 2
     assert "at most 16 datapoints" in capsys.readouterr().err
@@ -326,7 +325,7 @@ def test_search_finds_common_plus_three_context_pathways_for_four_contexts():
 def test_search_finds_the_papers_network_on_the_full_section4_task():
     """Section 4 itself (8 items, ring and cross blocks, 3 contexts): among every network of at
     most 4 unions of contexts, common + the three two-context pathways is alone in front."""
-    from .conftest import ROOT
+    from .helpers import ROOT
 
     _assert_common_and_all_but_one_context_lead_alone(load_spec(ROOT / "examples" / "section4_context.toml"), 4)
 
@@ -364,7 +363,7 @@ def test_search_ranking_agrees_with_trained_explicit_gate_gdlns():
     their networks are trained as explicit-gate GDLNs by gradient descent (2 seeds)."""
     from gdln.verify.search import searched_task
 
-    from .conftest import trained_t90
+    from .helpers import trained_t90
 
     task = task_from_dict(context_task(2, 3, ["hierarchy"] * 3))
     report = unique_report(task, max_pathways=4, patterns="contexts")
@@ -394,7 +393,7 @@ def test_fastest_orbit_agrees_with_trained_explicit_gate_gdlns(contexts, blocks)
 
     from gdln.verify.search import searched_task
 
-    from .conftest import trained_t90
+    from .helpers import trained_t90
 
     task = task_from_dict(context_task(2, contexts, blocks[:contexts]))
     report = unique_report(task, max_pathways=3, patterns="contexts")

@@ -5,6 +5,9 @@ Predictions and their initial conditions live in :mod:`numeric.prediction` and
 :func:`numeric.use_x64`.
 """
 
-from .reports import derive_report, race_report, simulate_report, verify_report
+from .derivation_report import derive_report
+from .following import verify_report
+from .race import race_report
+from .simulation import simulate_report
 
 __all__ = ["derive_report", "race_report", "simulate_report", "verify_report"]

@@ -19,9 +19,17 @@ from collections.abc import Mapping
 import numpy as np
 
 from gdln.derive.errors import SpecError
-from gdln.derive.expressions import evaluate
-from gdln.derive.limits import MAX_ACTIVATIONS, MAX_EPOCHS, MAX_LOSS_VALUES, MAX_SEEDS, MAX_WEIGHTS
-from gdln.derive.spec import Network, Task, Training
+from gdln.derive.spec import (
+    MAX_ACTIVATIONS,
+    MAX_EPOCHS,
+    MAX_LOSS_VALUES,
+    MAX_SEEDS,
+    MAX_WEIGHTS,
+    Network,
+    Task,
+    Training,
+    evaluate,
+)
 
 _VANISHING = 1e-12
 

@@ -23,7 +23,7 @@ def markdown_table(rows: Sequence[dict], columns: Sequence[tuple[str, str]]) -> 
 
 
 class RaceReport(dict):
-    """:func:`verify.reports.race_report`'s result."""
+    """:func:`verify.race.race_report`'s result."""
 
     def _repr_markdown_(self) -> str:
         columns = [
@@ -48,7 +48,7 @@ class RaceReport(dict):
 
 
 class VerifyReport(dict):
-    """:func:`verify.reports.verify_report`'s result."""
+    """:func:`verify.following.verify_report`'s result."""
 
     def _repr_markdown_(self) -> str:
         columns = [
@@ -66,7 +66,7 @@ class VerifyReport(dict):
 
 
 def resolution_text(resolution: dict | None) -> str:
-    """Whether the seeds decide the followed candidate (``verify.reports.follow_resolution``), in
+    """Whether the seeds decide the followed candidate (``verify.rules.follow_resolution``), in
     words; empty where that is unknown (one seed, or no rival)."""
     if not resolution or resolution.get("decided") is None:
         return ""
@@ -81,7 +81,7 @@ def resolution_text(resolution: dict | None) -> str:
 
 def _bar_in_words(resolution: dict) -> str:
     """The lead needed, as a number of standard errors read off the report (``lead_needed`` over
-    ``seed_error``), so that the bar is stated once, in ``verify.reports``."""
+    ``seed_error``), so that the bar is stated once, in ``verify.rules``."""
     if not resolution["seed_error"]:  # seeds that agree exactly: any lead decides
         return "the seeds' spread, which is zero"
     return f"{resolution['lead_needed'] / resolution['seed_error']:g} standard errors of their mean"

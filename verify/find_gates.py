@@ -28,20 +28,15 @@ import numpy as np
 from gdln.derive.derivation import NetworkDerivation
 from gdln.derive.errors import SpecError
 from gdln.derive.spec import Network, Pathway, Task
+from gdln.derive.words import plural
 from gdln.numeric.gate_finding import ROUNDING, Clustering, cluster_rows, relu_gate_snapshots
 from gdln.numeric.prediction import GRADIENT_DESCENT, REDUCED_FLOW, Prediction, TaskPredictions
 
-from .checks import check_values
-from .progress import Stages, plural
+from .checks import check_training_size, check_values
+from .entries import epoch_grid, theory_stride
+from .following import network_toml, relu_alignment, relu_initial_weights
+from .progress import Stages
 from .realizability import realizable
-from .reports import (
-    check_training_size,
-    epoch_grid,
-    network_toml,
-    relu_alignment,
-    relu_initial_weights,
-    theory_stride,
-)
 
 #: the paper samples every 100 epochs
 SNAPSHOT_INTERVAL = 100

@@ -19,10 +19,8 @@ import numpy as np
 
 from gdln.derive import cache
 from gdln.derive.errors import SpecError
-from gdln.derive.expressions import EvaluationError, evaluate
 from gdln.derive.shared import TAU, SharedReduction
-from gdln.derive.spec import Task, task_from_dict
-from gdln.derive.tasks import digits_routing_task, routing_task
+from gdln.derive.spec import EvaluationError, Task, digits_routing_task, evaluate, routing_task, task_from_dict
 from gdln.numeric.data import NumericDataset
 from gdln.numeric.graph_network import graph_forward, graph_layout, train_graph
 from gdln.numeric.shared_flow import SharedFlow
@@ -346,8 +344,8 @@ def zero_shot_report(
     0..seeds-1), over K = ``trained`` (default 1..M-1, at init scale 0.02: slides' Figure 5c) and
     over ``init_scales`` (at K = ``scale_trained``, default M // 2: Figure 6b). Errors are the
     loss over the loss of a zero output on the same routes; ``curves`` adds the training losses.
-    ``data`` is ``"hierarchy"`` (:func:`derive.tasks.routing_task`, slides' Figure 5) or
-    ``"digits"`` (:func:`derive.tasks.digits_routing_task`, the naturalistic Figure 7)."""
+    ``data`` is ``"hierarchy"`` (:func:`derive.spec.tasks.routing_task`, slides' Figure 5) or
+    ``"digits"`` (:func:`derive.spec.tasks.digits_routing_task`, the naturalistic Figure 7)."""
     if data not in ZERO_SHOT_DATA:
         raise SpecError("zero-shot", "--data", f"expected one of {', '.join(ZERO_SHOT_DATA)}, got {data!r}")
     build = routing_task if data == "hierarchy" else digits_routing_task

@@ -36,11 +36,6 @@ def is_terminal(stream: IO[str]) -> bool:
         return False
 
 
-def plural(n: int, word: str) -> str:
-    """``1 seed``, ``3 seeds``: counts in stage names."""
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"
-
-
 def _clock(seconds: float) -> str:
     minutes, seconds = divmod(int(seconds), 60)
     return f"{minutes} min {seconds:02d} s" if minutes else f"{seconds} s"

@@ -161,7 +161,9 @@ def search_networks(
             "--max-pathways",
             f"{len(orbits)} orbits of candidate networks to race (at most {MAX_RACED_NETWORKS}); lower --max-pathways",
         )
-    networks = tuple(_network(f"search-{k + 1}", members[0], task, units) for k, members in enumerate(orbits.values()))
+    networks = tuple(
+        search_network(f"search-{k + 1}", members[0], task, units) for k, members in enumerate(orbits.values())
+    )
     report = {
         "max_pathways": max_pathways,
         "pattern_set": patterns,
@@ -225,7 +227,7 @@ def _canonical_codes(chosen: np.ndarray, moves: np.ndarray) -> np.ndarray:
     return codes
 
 
-def _network(name: str, chosen: tuple[tuple[int, ...], ...], task: Task, units: int) -> Network:
+def search_network(name: str, chosen: tuple[tuple[int, ...], ...], task: Task, units: int) -> Network:
     share = max(1, units // len(chosen))
     return Network(
         name=name,

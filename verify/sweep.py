@@ -3,8 +3,8 @@
 At every grid point, three answers, each computed for all points at once where the dynamics allow:
 
 - the **width-seeded race** (``winner``): every candidate started from its width and the init
-  scale, exactly as :func:`verify.reports.race_report` races it (same seeds, crossings solved on
-  the dynamics, same ranking :func:`verify.reports.race_order`);
+  scale, exactly as :func:`verify.race.race_report` races it (same seeds, crossings solved on
+  the dynamics, same ranking :func:`verify.rules.race_order`);
 - the **alignment-seeded race** (``aligned_winner``): the alignment phase of the spec's ReLU
   seeds runs from their initial weights, no training, and each candidate continues from the
   units that settled on its gates, as ``gdln verify`` predicts; the candidate with the smallest
@@ -21,10 +21,8 @@ from __future__ import annotations
 
 import math
 import time
-import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any
 
 import jax.numpy as jnp
@@ -33,8 +31,8 @@ import sympy
 
 from gdln.derive.algebraic import as_text
 from gdln.derive.errors import SpecError
-from gdln.derive.expressions import EvaluationError, evaluate
-from gdln.derive.spec import Task, Training, task_from_dict
+from gdln.derive.spec import EvaluationError, Task, Training, evaluate
+from gdln.derive.words import plural
 from gdln.numeric.alignment import OUTPUT_FRACTION
 from gdln.numeric.prediction import TaskPredictions
 from gdln.numeric.sweep import (
@@ -49,21 +47,14 @@ from gdln.numeric.sweep import (
 )
 from gdln.numeric.training import initial_relu_weights, train_relu_points
 
+from . import rules
 from .checks import check_training_size, check_values
 from .display import SweepReport
-from .progress import Stages, plural
-from .reports import (
-    _finite_or_none,
-    candidate_predictions,
-    deviations,
-    finite_crossings,
-    follow_resolution,
-    followed_candidate,
-    predicted_relu_curves,
-    race_order,
-    relu_alignment,
-    theory_stride,
-)
+from .entries import finite_or_none, theory_stride
+from .following import candidate_predictions, predicted_relu_curves, relu_alignment
+from .progress import Stages
+from .rules import finite_crossings, follow_resolution, followed_candidate, race_winner
+from .simulation import deviations
 from .sweep_checks import (
     VALIDITY,
     agreement,
@@ -146,22 +137,11 @@ def _models_at_width(task: Task, base: TaskPredictions, hidden_units: int) -> Ta
     """The predictions of ``task`` trained with ``hidden_units`` units: ``base`` at the spec's own width."""
     if hidden_units == task.training.hidden_units:
         return base
-    return TaskPredictions(_task_with_width(task, hidden_units))
-
-
-def _task_with_width(task: Task, hidden_units: int) -> Task:
-    """The task with ``training.hidden_units`` changed; read again from its spec file so that
-    pathways without stated units take their share of the new width."""
-    path = Path(task.source)
-    if path.is_file():
-        document = tomllib.loads(path.read_text(encoding="utf-8"))
-        document.setdefault("training", {})["hidden_units"] = int(hidden_units)
-        return task_from_dict(document, source=task.source, default_title=task.title)
-    return task.with_training(hidden_units=int(hidden_units))
+    return TaskPredictions(task.with_training(hidden_units=int(hidden_units)))
 
 
 @dataclass
-class _Grid:
+class SweepGrid:
     axes: tuple[Axis, ...]
     values: np.ndarray  # (points, parameters) in task.parameters order
     init_scale: np.ndarray
@@ -178,7 +158,7 @@ class _Grid:
         return {axis.name: axis.values[i] for axis, i in zip(self.axes, flat)}
 
 
-def _grid(task: Task, axes: Sequence[Axis], overrides: Mapping[str, float]) -> _Grid:
+def sweep_grid(task: Task, axes: Sequence[Axis], overrides: Mapping[str, float]) -> SweepGrid:
     mesh = np.meshgrid(*[np.asarray(a.values) for a in axes], indexing="ij")
     columns = {a.name: m.ravel() for a, m in zip(axes, mesh)}
     size = mesh[0].size
@@ -189,7 +169,7 @@ def _grid(task: Task, axes: Sequence[Axis], overrides: Mapping[str, float]) -> _
         else np.zeros((size, 0))
     )
     training = task.training
-    return _Grid(
+    return SweepGrid(
         tuple(axes),
         values.astype(np.float64),
         columns.get("init_scale", np.full(size, training.init_scale)).astype(np.float64),
@@ -199,7 +179,7 @@ def _grid(task: Task, axes: Sequence[Axis], overrides: Mapping[str, float]) -> _
     )
 
 
-def _finite_points(models: TaskPredictions, grid: _Grid) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def finite_points(models: TaskPredictions, grid: SweepGrid) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(ok, inputs, targets)``: the data at every point, and where they are finite."""
     inputs, targets = models.dataset.batch(grid.values)
     ok = np.all(np.isfinite(inputs), axis=(1, 2)) & np.all(np.isfinite(targets), axis=(1, 2))
@@ -213,8 +193,8 @@ def width_seeds(prediction, init_scales: np.ndarray) -> np.ndarray:
     return np.asarray(prediction.log_initial_strengths(1.0))[None] + 2 * np.log(init_scales)[:, None]
 
 
-def _width_race(
-    models: TaskPredictions, grid: _Grid, rows: np.ndarray, *, rtol: float = SWEEP_RTOL
+def width_race(
+    models: TaskPredictions, grid: SweepGrid, rows: np.ndarray, *, rtol: float = SWEEP_RTOL
 ) -> dict[str, BatchedRace]:
     """Every candidate's width-seeded race at the points ``rows``: closed forms at all points in
     one program; race ODEs and reduced flows in batched solves (a few points each) to ``rtol``."""
@@ -241,8 +221,8 @@ def _alignment_seeded(models: TaskPredictions) -> bool:
     return all(models.prediction(n.name).uses_mode_recursion for n in models.task.networks)
 
 
-def _aligned_race(
-    models: TaskPredictions, grid: _Grid, rows: np.ndarray, data, hints: dict[str, np.ndarray] | None = None
+def aligned_race(
+    models: TaskPredictions, grid: SweepGrid, rows: np.ndarray, data, hints: dict[str, np.ndarray] | None = None
 ) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """Every candidate's predicted ``t_half`` from the alignment phase of the spec's ReLU seeds,
     at the points ``rows``, and the epoch at which each seed's phase ends there ``(rows, seeds)``.
@@ -323,30 +303,6 @@ def _winner_labels(points: list[dict], names: list[str], key: str) -> np.ndarray
     return np.array([names.index(p[key]) if p[key] in names else -1 for p in points])
 
 
-def _ranked(entries: list[dict]) -> tuple[str | None, float | None]:
-    """The winner by :func:`verify.reports.race_order` and its margin, the relative ``t_90`` gap to the runner-up."""
-    ranked = sorted(entries, key=race_order)
-    if not ranked or ranked[0]["final_loss"] is None:
-        return None, None
-    if len(ranked) > 1 and ranked[0]["t_90"] is None and race_order(ranked[0]) == race_order(ranked[1]):
-        return None, None
-    winner = ranked[0]
-    if len(ranked) == 1 or winner["t_90"] is None or ranked[1]["t_90"] is None:
-        return winner["name"], None
-    return winner["name"], (ranked[1]["t_90"] - winner["t_90"]) / winner["t_90"]
-
-
-def _aligned_ranked(t_halves: dict[str, float]) -> tuple[str | None, float | None]:
-    finite = sorted((t, name) for name, t in t_halves.items() if t is not None)
-    if not finite:
-        return None, None
-    if len(finite) == 1:
-        return finite[0][1], None
-    if finite[0][0] == finite[1][0]:
-        return None, 0.0
-    return finite[0][1], (finite[1][0] - finite[0][0]) / finite[0][0]
-
-
 def _crossover_curves(models: TaskPredictions, axes: Sequence[Axis], overrides) -> list[dict]:
     """The derived crossovers in an axis' parameter, each as text and as a curve over the other
     axis (constant where it does not depend on it)."""
@@ -404,8 +360,8 @@ def sweep_report(
     started = time.perf_counter()
     base = models or TaskPredictions(task)
     check_values(task, overrides, base)
-    grid = _grid(task, axes, overrides)
-    ok, inputs, targets = _finite_points(base, grid)
+    grid = sweep_grid(task, axes, overrides)
+    ok, inputs, targets = finite_points(base, grid)
     names = [n.name for n in task.networks]
     t_half = np.full((grid.size, len(names)), np.nan)
     t_90 = np.full((grid.size, len(names)), np.nan)
@@ -422,7 +378,7 @@ def sweep_report(
         at = f" ({width} hidden units)" if len(widths) > 1 else ""
         step(f"width-seeded race at {plural(len(rows), 'point')}{at}")
         models_here = groups[int(width)] = _models_at_width(task, base, int(width))
-        races = _width_race(models_here, grid, rows)
+        races = width_race(models_here, grid, rows)
         for k, name in enumerate(names):
             t_half[rows, k], t_90[rows, k] = races[name].crossings[:, 0], races[name].crossings[:, 1]
             final[rows, k] = races[name].final_loss
@@ -431,7 +387,7 @@ def sweep_report(
         step(f"alignment-seeded race at {plural(len(rows), 'point')}{at}")
         aligned_start = time.perf_counter()
         hints = {name: races[name].crossings[:, 0] for name in names}
-        found, phase_epochs[rows] = _aligned_race(models_here, grid, rows, (inputs, targets), hints)
+        found, phase_epochs[rows] = aligned_race(models_here, grid, rows, (inputs, targets), hints)
         aligned_seconds += time.perf_counter() - aligned_start
         for k, name in enumerate(names):
             aligned[rows, k] = found[name]
@@ -443,16 +399,16 @@ def sweep_report(
         entries = [
             {
                 "name": name,
-                "t_half": _finite_or_none(t_half[index, k]),
-                "t_90": _finite_or_none(t_90[index, k]),
-                "final_loss": _finite_or_none(final[index, k]),
-                "aligned_t_half": _finite_or_none(aligned[index, k]),
+                "t_half": finite_or_none(t_half[index, k]),
+                "t_90": finite_or_none(t_90[index, k]),
+                "final_loss": finite_or_none(final[index, k]),
+                "aligned_t_half": finite_or_none(aligned[index, k]),
             }
             for k, name in enumerate(names)
         ]
-        winner, margin = _ranked(entries) if ok[index] else (None, None)
+        winner, margin = race_winner(entries) if ok[index] else (None, None)
         aligned_winner, aligned_margin = (
-            _aligned_ranked({e["name"]: e["aligned_t_half"] for e in entries}) if ok[index] else (None, None)
+            rules.aligned_winner({e["name"]: e["aligned_t_half"] for e in entries}) if ok[index] else (None, None)
         )
         points.append(
             {
@@ -543,9 +499,9 @@ def trained_points(
     overrides = dict(overrides or {})
     if seeds is not None:
         task = task.with_training(seeds=seeds)
-    grid = _grid(task, axes, overrides)
+    grid = sweep_grid(task, axes, overrides)
     models = TaskPredictions(task)
-    ok, inputs, targets = _finite_points(models, grid)
+    ok, inputs, targets = finite_points(models, grid)
     if not ok.all():
         raise SpecError(task.source, axes[0].name, "the data are not finite at some grid points")
     widths = {int(w): _models_at_width(task, models, int(w)) for w in np.unique(grid.hidden_units)}
@@ -553,7 +509,7 @@ def trained_points(
     return found
 
 
-def _train_points(groups, task: Task, grid: _Grid, chosen: np.ndarray, inputs, targets):
+def _train_points(groups, task: Task, grid: SweepGrid, chosen: np.ndarray, inputs, targets):
     """The ``chosen`` points trained with the spec's seeds (one program over all points and seeds
     of a width) and predicted as verify predicts them; and the seconds the training took."""
     training = task.training
@@ -613,7 +569,7 @@ def _train_points(groups, task: Task, grid: _Grid, chosen: np.ndarray, inputs, t
     return found, seconds
 
 
-def _check(groups, task: Task, grid: _Grid, chosen: np.ndarray, points: list[dict], inputs, targets):
+def _check(groups, task: Task, grid: SweepGrid, chosen: np.ndarray, points: list[dict], inputs, targets):
     """Train ReLU networks at the ``chosen`` points with the spec's seeds, and say which
     candidate each follows by verify's rule; returns the training's seconds in all and per run."""
     trained, seconds = _train_points(groups, task, grid, chosen, inputs, targets)

@@ -54,7 +54,7 @@ def point_assumptions(phase_epochs: np.ndarray, stable: bool, aligned_available:
 def agreement(points: list[dict], near_boundary: set[int]) -> dict[str, Any]:
     """How often the trained networks follow each race's winner: over all checked points, over
     those where the theory's assumptions hold, and over those where the seeds decide which
-    candidate is followed (:func:`verify.reports.follow_resolution`); and each disagreement,
+    candidate is followed (:func:`verify.rules.follow_resolution`); and each disagreement,
     placed against the aligned boundary (``near_boundary``: flat indices), the validity contour,
     the assumptions and the seeds' resolution."""
     indices = [i for i, p in enumerate(points) if p["checked"] is not None and p["checked"]["follows"] is not None]

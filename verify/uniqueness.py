@@ -15,11 +15,13 @@ from typing import Any
 from gdln.derive.automorphisms import automorphisms, datapoint_orbits, network_orbits
 from gdln.derive.errors import SpecError
 from gdln.derive.spec import Task
+from gdln.derive.words import plural
 from gdln.numeric.prediction import TaskPredictions
 
 from .display import UniqueReport
-from .progress import Stages, plural
-from .reports import flow_race, race_order, race_report
+from .progress import Stages
+from .race import flow_race, race_report
+from .rules import race_order
 from .search import searched_task
 from .union import union_report
 

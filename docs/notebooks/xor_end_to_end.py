@@ -55,9 +55,9 @@ print("below it", crossover.faster_below, "learns first; above it", crossover.fa
 # The derivation also exports itself as LaTeX, here the first lines:
 
 # %%
-from gdln.derive.latex import derivation_latex
+from gdln.derive.latex import to_latex
 
-print(derivation_latex(xor)[:600])
+print(to_latex(xor)[:600])
 
 # %% [markdown]
 # ## The race

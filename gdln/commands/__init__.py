@@ -1,4 +1,5 @@
-"""The ``gdln`` commands, one module each: its parser, its runner and its renderer together.
+"""The ``gdln`` commands, one module each: its parser, its runner and its renderer together. The
+modules that are no command hold what several share: ``arguments``, ``output`` and ``patterns``.
 
 :data:`COMMANDS` lists them in the order ``gdln --help`` shows them."""
 
@@ -9,13 +10,15 @@ from . import (
     examples,
     figures,
     find_gates,
-    patterns,
+    lemma,
     race,
+    realizable,
+    simulate,
     sweep,
     task,
-    training,
     union,
     unique,
+    verify,
     zero_shot,
 )
 
@@ -26,10 +29,12 @@ COMMANDS = [
     sweep,
     union,
     unique,
-    training,
+    simulate,
+    verify,
     align,
     find_gates,
-    patterns,
+    realizable,
+    lemma,
     task,
     zero_shot,
     cache,

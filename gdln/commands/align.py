@@ -4,13 +4,8 @@ from __future__ import annotations
 
 from gdln.verify.files import check_writable
 
-from ._common import (
-    _append_network,
-    _emit,
-    _load,
-    _overrides,
-    with_spec,
-)
+from .arguments import load, parameter_overrides, with_spec
+from .output import append_network, emit
 
 
 def _render_align(report):
@@ -22,14 +17,14 @@ def _render_align(report):
 
 
 def cmd_align(args):
-    from gdln.verify.reports import align_report
+    from gdln.verify.following import align_report
 
-    task = _load(args)
+    task = load(args)
     if args.write_spec:
         check_writable(args.write_spec, "--write-spec")
-    report, network_toml = align_report(task, _overrides(args), args.seeds)
-    _append_network(args, network_toml, report)
-    _emit(report, args.json, _render_align)
+    report, network_toml = align_report(task, parameter_overrides(args), args.seeds)
+    append_network(args, network_toml, report)
+    emit(report, args.json, _render_align)
 
 
 def add_parser(sub) -> None:

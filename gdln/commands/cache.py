@@ -4,16 +4,14 @@ from __future__ import annotations
 
 from gdln.derive import cache
 
-from ._common import (
-    _emit,
-)
+from .output import emit
 
 
 def cmd_cache(args):
     if args.clear:
         cache.clear()
     usage = cache.usage()
-    _emit(
+    emit(
         usage,
         args.json,
         lambda u: print(

@@ -4,19 +4,10 @@ from __future__ import annotations
 
 import sys
 
-from ._common import (
-    ALGEBRAIC_NOTE,
-    _emit,
-    _has_algebraic,
-    _indented,
-    _load,
-    _overrides,
-    _plural,
-    _value_text,
-    _write,
-    _yes,
-    with_spec,
-)
+from gdln.derive.words import plural
+
+from .arguments import load, parameter_overrides, with_spec
+from .output import ALGEBRAIC_NOTE, emit, has_algebraic, indented, value_text, write_output, yes_no
 
 
 def _render_derive_full(report):
@@ -27,70 +18,70 @@ def _render_derive_full(report):
         print(f"    Sigma_x  = {p['sigma_x']}")
         display = p.get("display") or {"odes": [f"da/dt = {r}" for r in p["odes"]], "closed_form": p["closed_form"]}
         for k, (s, d) in enumerate(zip(p["singular_values"], p["input_variances"])):
-            print(f"    mode {k}: s = {_value_text(s, 's')}, d = {_value_text(d)}")
-            print(_indented(display["odes"][k], "      "))
+            print(f"    mode {k}: s = {value_text(s, 's')}, d = {value_text(d)}")
+            print(indented(display["odes"][k], "      "))
             if display["closed_form"]:
-                print(_indented(display["closed_form"][k], "      "))
+                print(indented(display["closed_form"][k], "      "))
     system = report["system"]
     print(f"  reduced system ({system['kind']}): {system['equation']}")
     for c in system["coupling"]:
-        print(f"    C[{c['row']}, {c['column']}] = {_value_text(c)}")
+        print(f"    C[{c['row']}, {c['column']}] = {value_text(c)}")
     a = report["assumptions"]
     print(
-        f"  mutually diagonalisable: {_yes(a['mutually_diagonalisable'])}; pathways interact: {_yes(a['pathways_interact'])}"
+        f"  mutually diagonalisable: {yes_no(a['mutually_diagonalisable'])}; pathways interact: {yes_no(a['pathways_interact'])}"
     )
     for failure in a["failures"]:
         print(f"    {failure}")
     loss = report["loss"]
     print("  loss")
-    print(_indented(loss.get("display") or f"L(t) = {loss['expr']}", "    "))
-    print(f"  speed (largest singular value s) = {_value_text(report['speed'], 's')}")
+    print(indented(loss.get("display") or f"L(t) = {loss['expr']}", "    "))
+    print(f"  speed (largest singular value s) = {value_text(report['speed'], 's')}")
 
 
 def _render_derive(report):
     """A summary that fits a screen or two; ``--full`` prints everything."""
     print(
-        f"network {report['network']}: {_plural(len(report['pathways']), 'pathway')}; each lists its singular "
+        f"network {report['network']}: {plural(len(report['pathways']), 'pathway')}; each lists its singular "
         "values s, how many modes share each, and their input variance d"
     )
     most = max((c["multiplicity"] for p in report["pathways"] for c in p["classes"]), default=1)
-    width = len(_plural(most, "mode")) + 1
+    width = len(plural(most, "mode")) + 1
     for p in report["pathways"]:
         rows, cols = p["shape"]
         print(f"  {p['name']}: on {p['gate']}; Sigma_yx {rows}x{cols}, rank {p['rank']}; depth {p['depth']}")
         for c in p["classes"]:
-            s = _value_text(c["s"], "s")
-            d = _value_text(c["d"])
+            s = value_text(c["s"], "s")
+            d = value_text(c["d"])
             if c["kind"] == "algebraic" and (c["d"].get("algebraic") or "CRootOf" in c["d"]["expr"]):
                 d = f"{c['d']['value']:.10g} (algebraic, a rational polynomial in s^2)"
-            print(f"    {(_plural(c['multiplicity'], 'mode') + ':').ljust(width)} s = {s}, d = {d}")
+            print(f"    {(plural(c['multiplicity'], 'mode') + ':').ljust(width)} s = {s}, d = {d}")
     system = report["system"]
     variables = system["variables"]
     a = report["assumptions"]
     if system["kind"] == "groups":
         print(
-            f"reduced system: {_plural(len(variables), 'shared trajectory', 'shared trajectories')} "
+            f"reduced system: {plural(len(variables), 'shared trajectory', 'shared trajectories')} "
             f"(exact group reduction), {system['equation']}"
         )
         for v in variables:
-            print(f"  {v['name']}: {v['label']}; {_plural(v['multiplicity'], 'mode')} follow it")
+            print(f"  {v['name']}: {v['label']}; {plural(v['multiplicity'], 'mode')} follow it")
             display = v.get("display") or {
                 "ode": v["ode"],
                 "closed_form": v["closed_form"] and f"{v['name']}(t) = {v['closed_form']}",
             }
-            print(_indented(display["ode"], "    "))
+            print(indented(display["ode"], "    "))
             if display["closed_form"]:
-                print(_indented(display["closed_form"], "    "))
+                print(indented(display["closed_form"], "    "))
     else:
         why = "; ".join(a["shared_basis_failures"] or a["failures"][:1]) or "no shared trajectories"
         print(f"reduced system: one strength per mode ({len(variables)} modes; group reduction not exact: {why})")
         print(
-            f"  {system['equation']}, C with diagonal d and {_plural(len(system['coupling']), 'non-zero coupling')} "
+            f"  {system['equation']}, C with diagonal d and {plural(len(system['coupling']), 'non-zero coupling')} "
             "(--full or --json lists them)"
         )
     print(
-        f"mutually diagonalisable: {_yes(a['mutually_diagonalisable'])}; pathways interact: "
-        f"{_yes(a['pathways_interact'])}; closed form: {_yes(a['closed_form'])}"
+        f"mutually diagonalisable: {yes_no(a['mutually_diagonalisable'])}; pathways interact: "
+        f"{yes_no(a['pathways_interact'])}; closed form: {yes_no(a['closed_form'])}"
     )
     for failure in a["failures"][:3]:
         print(f"  {failure}")
@@ -98,29 +89,29 @@ def _render_derive(report):
         print(f"  ... and {len(a['failures']) - 3} more")
     for value in a.get("algebraic_values", []):
         print(
-            f"  {value['pathway']}: {_plural(value['modes'], 'singular value')} with no radical form "
+            f"  {value['pathway']}: {plural(value['modes'], 'singular value')} with no radical form "
             f"(algebraic of degree {value['degree']})"
         )
     if report.get("coupling_numbers"):
         named = report["coupling_numbers"]
         print(
-            f"  {_plural(len(named['couplings']), 'coupling')} between such modes are named exact numbers, "
+            f"  {plural(len(named['couplings']), 'coupling')} between such modes are named exact numbers, "
             f"{named['definition']} (--json lists the vectors)"
         )
     groups = [g for g in a["symmetric_groups"] if len(g) > 1]
     print("groups of symmetric pathways: " + ("; ".join(" = ".join(g) for g in groups) if groups else "none"))
     print(
-        f"initial loss {_value_text(report['loss']['initial'])}; loss in closed form: {_yes(report['loss']['closed_form'])}"
+        f"initial loss {value_text(report['loss']['initial'])}; loss in closed form: {yes_no(report['loss']['closed_form'])}"
     )
-    print(f"speed (largest singular value s) = {_value_text(report['speed'], 's')}")
+    print(f"speed (largest singular value s) = {value_text(report['speed'], 's')}")
     for c in report.get("crossovers", []):
         first, second = c["networks"]
-        print(f"crossover with {second if first == report['network'] else first}: {c['parameter']}* = {_value_text(c)}")
-    if _has_algebraic(report):
+        print(f"crossover with {second if first == report['network'] else first}: {c['parameter']}* = {value_text(c)}")
+    if has_algebraic(report):
         print(ALGEBRAIC_NOTE)
 
 
-def _equation_style(args) -> str:
+def equation_style(args) -> str:
     """SymPy's pretty printer on a terminal (unicode where it can be written), else one line of
     plain text, as with ``--plain``."""
     if getattr(args, "plain", False) or not sys.stdout.isatty():
@@ -133,41 +124,41 @@ def _equation_style(args) -> str:
 
 
 def cmd_derive(args):
-    from gdln.derive.latex import derivation_latex, staged_latex
+    from gdln.derive.latex import to_latex
     from gdln.numeric.prediction import TaskPredictions
-    from gdln.verify.reports import derive_report, derive_summary, network_crossovers
+    from gdln.verify.derivation_report import derive_report, derive_summary, network_crossovers
 
-    task = _load(args)
+    task = load(args)
     if task.network(args.network).shared:
         _derive_shared(task, args)
         return
     models = TaskPredictions(task)
-    overrides = _overrides(args)
+    overrides = parameter_overrides(args)
     if args.json or args.full:
-        equations = None if args.json else _equation_style(args)
+        equations = None if args.json else equation_style(args)
         report = derive_report(task, args.network, overrides, models, equations=equations)
     else:  # the summary, kept in the derivation cache
-        report = derive_summary(task, args.network, overrides, models, _equation_style(args))
+        report = derive_summary(task, args.network, overrides, models, equation_style(args))
     if args.latex or args.latex_fragment:
         values = task.values(overrides)
         derivation = models.derivation(args.network)
         found = network_crossovers(models, derivation.network.name, values)  # cached if the report solved them
         for path, document in ((args.latex, True), (args.latex_fragment, False)):
             if path and args.staged:
-                _write(path, staged_latex(models.staged(args.network), document=document))
+                write_output(path, to_latex(models.staged(args.network), document=document))
             elif path:
-                _write(path, derivation_latex(derivation, found, document=document))
-    _emit(report, args.json, _render_derive_full if args.full else _render_derive)
+                write_output(path, to_latex(derivation, found, document=document))
+    emit(report, args.json, _render_derive_full if args.full else _render_derive)
 
 
 def _derive_shared(task, args):
     from gdln.verify.graphs import shared_derive_report
 
-    report, reduction = shared_derive_report(task, args.network, _overrides(args))
+    report, reduction = shared_derive_report(task, args.network, parameter_overrides(args))
     if args.latex or args.latex_fragment:
         for path, document in ((args.latex, True), (args.latex_fragment, False)):
             if path:
-                _write(path, reduction.latex(document=document))
+                write_output(path, reduction.latex(document=document))
 
     def render(r):
         print(f"network {r['network']}: {r['paths']} paths ({r['paths_with_data']} with data), {r['modes']} modes")
@@ -182,7 +173,7 @@ def _derive_shared(task, args):
         if len(r["odes"]) > 3 * r["modes"]:
             print(f"  ... {len(r['odes'])} ODEs in all (--json lists them)")
 
-    _emit(report, args.json, render)
+    emit(report, args.json, render)
 
 
 def add_parser(sub) -> None:

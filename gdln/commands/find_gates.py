@@ -3,16 +3,11 @@
 from __future__ import annotations
 
 from gdln.derive.errors import SpecError
+from gdln.derive.words import plural
 from gdln.verify.files import check_writable
 
-from ._common import (
-    _append_network,
-    _emit,
-    _load,
-    _overrides,
-    _plural,
-    with_spec,
-)
+from .arguments import load, parameter_overrides, with_spec
+from .output import append_network, emit
 
 MAX_CLUSTERS = 64
 
@@ -35,23 +30,23 @@ def _cluster_counts(text: str, source: str) -> list[int]:
 def cmd_find_gates(args):
     from gdln.verify.find_gates import find_gates_report
 
-    task = _load(args)
+    task = load(args)
     counts = _cluster_counts(args.clusters, task.source)
     if args.write_spec:
         check_writable(args.write_spec, "--write-spec")
     report, network_toml = find_gates_report(
-        task, _overrides(args), counts, args.seeds, args.snapshots, epochs=args.epochs
+        task, parameter_overrides(args), counts, args.seeds, args.snapshots, epochs=args.epochs
     )
-    _append_network(args, network_toml, report)
-    _emit(report, args.json, _render_find_gates)
+    append_network(args, network_toml, report)
+    emit(report, args.json, _render_find_gates)
 
 
 def _render_find_gates(report):
     print(
-        f"{_plural(report['seeds'], 'training run')}, {len(report['snapshots'])} snapshots, {report['distinct_rows']} distinct rows"
+        f"{plural(report['seeds'], 'training run')}, {len(report['snapshots'])} snapshots, {report['distinct_rows']} distinct rows"
     )
     for entry in report["clusters"]:
-        print(f"  k = {entry['k']}: {_plural(entry['pathways'], 'pathway')}, mse {entry['mse']:.3g}")
+        print(f"  k = {entry['k']}: {plural(entry['pathways'], 'pathway')}, mse {entry['mse']:.3g}")
         for pattern in entry["patterns"]:
             gates = "".join(str(g) for g in pattern["gates"])
             mark = {True: "", False: "  (not realizable by one ReLU unit)", None: "  (empty)"}[pattern["realizable"]]

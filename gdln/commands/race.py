@@ -2,18 +2,8 @@
 
 from __future__ import annotations
 
-from ._common import (
-    ALGEBRAIC_NOTE,
-    _emit,
-    _fmt,
-    _has_algebraic,
-    _load,
-    _overrides,
-    _parameters_line,
-    _percent,
-    _value_text,
-    with_spec,
-)
+from .arguments import load, parameter_overrides, with_spec
+from .output import ALGEBRAIC_NOTE, emit, has_algebraic, number_text, parameters_line, percent, value_text
 
 
 def _race_rows(report) -> tuple[list[tuple[str, ...]], str | None]:
@@ -22,13 +12,22 @@ def _race_rows(report) -> tuple[list[tuple[str, ...]], str | None]:
     shared = networks[0]["speed"] if len({n["speed"]["expr"] for n in networks}) == 1 and len(networks) > 1 else None
     rows = [("network", *(() if shared else ("speed",)), "t_half", "t_90", "final loss", "dynamics")]
     for n in networks:
-        speed = () if shared else (_value_text(n["speed"], "s"),)
-        rows.append((n["name"], *speed, _fmt(n["t_half"]), _fmt(n["t_90"]), _percent(n["final_loss"]), n["dynamics"]))
-    return rows, None if shared is None else _value_text(shared, "s")
+        speed = () if shared else (value_text(n["speed"], "s"),)
+        rows.append(
+            (
+                n["name"],
+                *speed,
+                number_text(n["t_half"]),
+                number_text(n["t_90"]),
+                percent(n["final_loss"]),
+                n["dynamics"],
+            )
+        )
+    return rows, None if shared is None else value_text(shared, "s")
 
 
 def _render_race(report):
-    _parameters_line(report["parameters"])
+    parameters_line(report["parameters"])
     rows, shared = _race_rows(report)
     if shared:
         print(f"every network has the same speed (largest singular value s): {shared}")
@@ -45,36 +44,43 @@ def _render_race(report):
             kind = "closed form" if st["rest_closed_form"] else "reduced flow"
             print(
                 f"  {n['name']} staged ({st['first']} first, the rest on its residual, {kind}): "
-                f"max deviation {_percent(st['max_deviation'])} of the initial loss"
+                f"max deviation {percent(st['max_deviation'])} of the initial loss"
             )
     print(f"ranking: {', '.join(report['ranking'])}")
     print(f"winner: {report['winner']}")
     for c in report["crossovers"]:
         a, b = c["networks"]
         print(
-            f"crossover {a} / {b}: {c['parameter']}* = {_value_text(c)} (faster below: {c['faster_below']}, above: {c['faster_above']})"
+            f"crossover {a} / {b}: {c['parameter']}* = {value_text(c)} (faster below: {c['faster_below']}, above: {c['faster_above']})"
         )
-    if _has_algebraic(report):
+    if has_algebraic(report):
         print(ALGEBRAIC_NOTE)
 
 
 def cmd_race(args):
-    from gdln.verify.reports import race_report
+    from gdln.verify.race import race_report
 
-    task = _load(args)
+    task = load(args)
     if any(network.shared for network in task.networks):
         from gdln.verify.graphs import shared_race_report
 
-        _emit(shared_race_report(task, _overrides(args)), args.json, _render_shared_race, markdown=args.markdown)
+        emit(
+            shared_race_report(task, parameter_overrides(args)), args.json, _render_shared_race, markdown=args.markdown
+        )
         return
-    _emit(race_report(task, _overrides(args), staged=args.staged), args.json, _render_race, markdown=args.markdown)
+    emit(
+        race_report(task, parameter_overrides(args), staged=args.staged),
+        args.json,
+        _render_race,
+        markdown=args.markdown,
+    )
 
 
 def _render_shared_race(report):
     print("race of the shared-edge reduction (Eq. 6) in gradient-descent time")
     for n in report["networks"]:
         print(
-            f"  {n['name']:<16} {n['paths']} paths, {n['modes']} modes   t_half {_fmt(n['t_half'])}   t_90 {_fmt(n['t_90'])}"
+            f"  {n['name']:<16} {n['paths']} paths, {n['modes']} modes   t_half {number_text(n['t_half'])}   t_90 {number_text(n['t_90'])}"
             f"   final loss {n['final_loss']:.3g}"
         )
     print(f"ranking: {', '.join(report['ranking'])}")

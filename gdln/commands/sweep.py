@@ -5,34 +5,29 @@ from __future__ import annotations
 from gdln.derive.errors import SpecError
 from gdln.verify.files import check_writable
 
-from ._common import (
-    _emit,
-    _load,
-    _overrides,
-    _value_text,
-    with_spec,
-)
+from .arguments import load, parameter_overrides, with_spec
+from .output import emit, value_text
 
 
 def cmd_sweep(args):
     from gdln.verify.sweep import parse_axis, sweep_report
 
-    task = _load(args).with_training(seeds=args.seeds)
+    task = load(args).with_training(seeds=args.seeds)
     axes = [parse_axis(text, task) for text in args.grid]
     if args.check < 0:
         raise SpecError("--check", str(args.check), "must be 0 or a positive number of points")
     if args.plot:
         check_writable(args.plot, "--plot")
-    report = sweep_report(task, axes, _overrides(args), check=args.check)
+    report = sweep_report(task, axes, parameter_overrides(args), check=args.check)
     if args.plot:
         from gdln.figures.sweep_figure import write_sweep_figure
 
         write_sweep_figure(report, args.plot)
-    _emit(report, args.json, _render_sweep, markdown=args.markdown)
+    emit(report, args.json, _render_sweep, markdown=args.markdown)
 
 
 def _render_sweep(report):
-    from gdln.verify.reports import DECIDED_STANDARD_ERRORS
+    from gdln.verify.rules import DECIDED_STANDARD_ERRORS
 
     axes = " x ".join(f"{a['name']} ({len(a['values'])}{' log' if a['log'] else ''})" for a in report["axes"])
     points = report["points"]
@@ -48,7 +43,7 @@ def _render_sweep(report):
     for crossover in report["crossovers"]:
         first, second = crossover["networks"]
         value = (
-            _value_text(crossover)
+            value_text(crossover)
             if crossover.get("value") is not None
             else f"{crossover['expr']}, along {crossover['curve']['along']}"
             if "curve" in crossover

@@ -5,14 +5,14 @@ from __future__ import annotations
 import sys
 
 from gdln.derive.errors import SpecError
-from gdln.derive.tasks import STRUCTURES
+from gdln.derive.spec import STRUCTURES
 
 
 def cmd_task(args):
-    from gdln.derive.tasks import context_task, routing_task, to_toml
+    from gdln.derive.spec import context_task, routing_task, to_toml
 
     if args.kind == "digits":
-        from gdln.derive.tasks import digits_task
+        from gdln.derive.spec import digits_task
 
         try:
             classes = [int(part) for part in (args.classes or "0,1,2").split(",") if part.strip()]

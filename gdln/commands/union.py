@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-from ._common import (
-    _emit,
-    _load,
-    _overrides,
-    with_spec,
-)
+from .arguments import load, parameter_overrides, with_spec
+from .output import emit
 
 
 def cmd_union(args):
@@ -23,7 +19,7 @@ def cmd_union(args):
                 f"  {p['name']}: {verdict}, {p['relative']:.3f} of the strongest, 10^{p['log10_growth']:.1f} x its seed"
             )
 
-    _emit(union_report(_load(args), _overrides(args), args.epochs), args.json, render)
+    emit(union_report(load(args), parameter_overrides(args), args.epochs), args.json, render)
 
 
 def add_parser(sub) -> None:

@@ -5,15 +5,10 @@ from __future__ import annotations
 import math
 
 from gdln.derive.errors import SpecError
+from gdln.derive.words import plural
 
-from ._common import (
-    _emit,
-    _fmt,
-    _load,
-    _overrides,
-    _plural,
-    with_spec,
-)
+from .arguments import load, parameter_overrides, with_spec
+from .output import emit, number_text
 
 
 def cmd_unique(args):
@@ -23,7 +18,7 @@ def cmd_unique(args):
         raise SpecError(args.spec, "--patterns", "chooses the search's patterns: give --max-pathways too")
 
     def render(report):
-        print(f"{_plural(report['automorphisms'], 'automorphism')} of the data; candidates: {report['candidates']}")
+        print(f"{plural(report['automorphisms'], 'automorphism')} of the data; candidates: {report['candidates']}")
         search = report.get("search")
         if search:
             print(
@@ -34,7 +29,7 @@ def cmd_unique(args):
         for k, orbit in enumerate(report["orbits"][: 10 if search else None]):
             gates = "; ".join(",".join(map(str, p)) for p in orbit["pathways"][0]) if search else ""
             print(
-                f"  orbit {k + 1}: {', '.join(orbit['networks'])}  t_90 {_fmt(orbit['t_90'])}"
+                f"  orbit {k + 1}: {', '.join(orbit['networks'])}  t_90 {number_text(orbit['t_90'])}"
                 + (f"  pathways on datapoints {gates}" if gates else "")
             )
         margin = report["margin"]
@@ -51,8 +46,8 @@ def cmd_unique(args):
         print(f"fastest orbit: {verdict} ({why})")
         print("t_90: epochs until the loss falls to 10% of its initial value")
 
-    _emit(
-        unique_report(_load(args), _overrides(args), max_pathways=args.max_pathways, patterns=args.patterns),
+    emit(
+        unique_report(load(args), parameter_overrides(args), max_pathways=args.max_pathways, patterns=args.patterns),
         args.json,
         render,
         markdown=args.markdown,

@@ -5,11 +5,9 @@ from __future__ import annotations
 import math
 
 from gdln.derive.errors import SpecError
+from gdln.derive.words import plural
 
-from ._common import (
-    _emit,
-    _plural,
-)
+from .output import emit
 
 
 def _numbers(text: str | None, flag: str, kind):
@@ -42,15 +40,15 @@ def cmd_zero_shot(args):
         args.domains,
         trained,
         scales,
-        seeds=args.seeds or 2,
-        epochs=args.epochs or 3000,
         scale_trained=args.scale_trained,
         data=args.data,
+        # an option left out keeps the report's own default, which the help text states
+        **{key: value for key, value in (("seeds", args.seeds), ("epochs", args.epochs)) if value is not None},
     )
 
     def render(r):
         print(
-            f"{r['network']} on the routing task ({r['data']}), M = {r['domains']}, {_plural(r['seeds'], 'seed')}: "
+            f"{r['network']} on the routing task ({r['data']}), M = {r['domains']}, {plural(r['seeds'], 'seed')}: "
             "loss / zero-output loss"
         )
         for e in r["by_trained"]:
@@ -58,7 +56,7 @@ def cmd_zero_shot(args):
         for e in r["by_init_scale"]:
             print(f"  init {e['init_scale']:g}: trained {_mean(e['trained'])}, untrained {_mean(e['untrained'])}")
 
-    _emit(report, args.json, render)
+    emit(report, args.json, render)
 
 
 def add_parser(sub) -> None:
@@ -67,8 +65,8 @@ def add_parser(sub) -> None:
     p.add_argument("--trained", help="K values, comma-separated (default 1..M-1)")
     p.add_argument("--init-scales", help="init scales, comma-separated")
     p.add_argument("--scale-trained", type=int, help="K of the init-scale sweep (default M // 2)")
-    p.add_argument("--seeds", type=int, help="seeds per point (default: the task's)")
-    p.add_argument("--epochs", type=int, help="training epochs (default: the task's)")
+    p.add_argument("--seeds", type=int, help="seeds per point (default 2)")
+    p.add_argument("--epochs", type=int, help="training epochs (default 3000)")
     p.add_argument(
         "--data",
         choices=["hierarchy", "digits"],

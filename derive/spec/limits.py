@@ -1,11 +1,11 @@
 """Every size a spec can state, and the sizes of the work it asks for, with their limits.
 
 One place for each number: the spec reader (:mod:`derive.spec`), the graph reader
-(:mod:`derive.graph`), the data-file reader (:mod:`derive.data_files`) and the training checks
+(:mod:`derive.spec.graph`), the data-file reader (:mod:`derive.spec.data_files`) and the training checks
 (:mod:`verify.checks`) import them from here, and the README's "Limits and checks" table gives
 the same numbers (``tests/test_docs.py`` compares them). Each is checked before any work,
 with a one-line :class:`~derive.errors.SpecError` naming the key. The limits of an expression
-(its length, depth and exponents) live with the expression reader, :mod:`derive.expressions`.
+(its length, depth and exponents) live with the expression reader, :mod:`derive.spec.expressions`.
 """
 
 from __future__ import annotations

@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
+from ..words import join
+
 _ESCAPES = {
     "\\": r"\textbackslash{}",
     "_": r"\_",
@@ -27,19 +29,6 @@ def escape_text(text: str) -> str:
 def name(text: str) -> str:
     """A pathway's or a network's name, as it reads in text and in math."""
     return "\\textsf{" + escape_text(text) + "}"
-
-
-def plural(count: int, word: str, words: str | None = None) -> str:
-    """``"1 output"``, ``"3 outputs"``."""
-    return f"{count} {word if count == 1 else (words or word + 's')}"
-
-
-def join(items: Sequence[str], last: str = "and") -> str:
-    """``"a"``, ``"a and b"``, ``"a, b and c"``."""
-    items = list(items)
-    if len(items) <= 1:
-        return "".join(items)
-    return ", ".join(items[:-1]) + f" {last} " + items[-1]
 
 
 def ranges(indices: Iterable[int], base: int = 1) -> str:

@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 
 import sympy
 
-from .algebraic import CouplingNumber, as_text
-from .latex_text import join, plural
-from .latex_width import MAX_LINE, width
-from .modes import has_parametric_radicals, tidy, vanishes
+from ..algebraic import CouplingNumber, as_text
+from ..modes import has_parametric_radicals, tidy, vanishes
+from ..words import join, plural
+from .width import MAX_LINE, width
 
 MAX_FULL_COLUMNS = 8
 MAX_FULL_ROWS = 12

@@ -16,7 +16,7 @@ from fractions import Fraction
 
 import sympy
 
-from .errors import SpecError
+from ..errors import SpecError
 
 ALLOWED_FUNCTIONS = {
     "sqrt": sympy.sqrt,

@@ -3,7 +3,7 @@
 A task is read from a TOML spec (``load_spec``) or built from the same nested
 dictionary in Python (``task_from_dict``); both go through one validator, so a
 Python-built task obeys the same rules as a file. Nothing in a spec is executed:
-expressions go through :mod:`derive.expressions`.
+expressions go through :mod:`derive.spec.expressions`.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from typing import Any
 
 import sympy
 
+from ..errors import SpecError
 from .data_files import read_data_file
-from .errors import SpecError
 from .expressions import ALLOWED_CONSTANTS, ALLOWED_FUNCTIONS, EvaluationError, evaluate, exact_number, parse_value
 from .graph import Graph, check_gate_values, index_list, read_graph
 from .limits import (
@@ -52,7 +52,7 @@ TRAINING_DEFAULTS = {
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_+\-.]*")
 PATHWAY_KEYS = {"name", "active", "inputs", "outputs", "hidden_layers", "units"}
 
-# the limits, checked before any work, are in derive.limits (README, "Limits and checks")
+# the limits, checked before any work, are in derive.spec.limits (README, "Limits and checks")
 INTEGER_LIMITS = {"epochs": MAX_EPOCHS, "hidden_units": MAX_UNITS, "seeds": MAX_SEEDS}
 NUMBER_LIMITS = {"learning_rate": MAX_LEARNING_RATE, "init_scale": MAX_INIT_SCALE}
 RESERVED_NAMES = {"t", "tau", "I", "nan", "inf", "oo", "zoo"}
@@ -69,6 +69,9 @@ class Pathway:
     outputs: tuple[int, ...]
     hidden_layers: int
     units: int
+    #: the units are the network's share of ``training.hidden_units`` (the spec states none), so
+    #: a task trained at another width splits them again (:meth:`Task.with_training`)
+    units_from_share: bool = field(default=False, compare=False, repr=False)
 
     @property
     def depth(self) -> int:
@@ -171,9 +174,27 @@ class Task:
         return values
 
     def with_training(self, **changes) -> Task:
-        """The same task with some training settings replaced (e.g. from CLI flags)."""
+        """The same task with some training settings replaced (e.g. from CLI flags or a sweep axis);
+        ``None`` keeps a setting. The one way to change width, seeds or training: pathways whose
+        units the spec does not state take their share of a new ``hidden_units`` again, as
+        :func:`load_spec` splits them, and no file is read."""
         changes = {k: v for k, v in changes.items() if v is not None}
-        return replace(self, training=replace(self.training, **changes))
+        training = replace(self.training, **changes)
+        networks = self.networks
+        if training.hidden_units != self.training.hidden_units:
+            networks = tuple(_split_units(network, training.hidden_units) for network in networks)
+        return replace(self, training=training, networks=networks)
+
+
+def _shared_units(hidden_units: int, pathways: int) -> int:
+    """A pathway's share of ``training.hidden_units`` when the spec states no ``units``."""
+    return max(1, hidden_units // pathways)
+
+
+def _split_units(network: Network, hidden_units: int) -> Network:
+    share = _shared_units(hidden_units, len(network.pathways))
+    pathways = tuple(replace(p, units=share) if p.units_from_share else p for p in network.pathways)
+    return replace(network, pathways=pathways)
 
 
 def load_spec(path: str | Path) -> Task:
@@ -497,7 +518,7 @@ def _read_networks(entries, num_datapoints, num_inputs, num_outputs, training, l
                 source, f"network[{name}].pathway", f"{len(raw_pathways)} pathways; the limit is {MAX_PATHWAYS}"
             )
         check_gate_values(len(raw_pathways), num_datapoints, f"network[{name}].pathway", "pathways", source)
-        default_units = max(1, training.hidden_units // len(raw_pathways))
+        default_units = _shared_units(training.hidden_units, len(raw_pathways))
         pathways = []
         for j, raw in enumerate(raw_pathways):
             prefix = f"network[{name}].pathway[{j}]"
@@ -541,6 +562,7 @@ def _read_networks(entries, num_datapoints, num_inputs, num_outputs, training, l
                         raw.get("hidden_layers", 1), source, f"{prefix}.hidden_layers", MAX_HIDDEN_LAYERS
                     ),
                     units=_positive_int(raw.get("units", default_units), source, f"{prefix}.units", MAX_UNITS),
+                    units_from_share="units" not in raw,
                 )
             )
         networks.append(Network(name=name, pathways=tuple(pathways)))

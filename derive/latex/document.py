@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 
 import sympy
 
-from .latex_matrices import MAX_NAMED_SIDE, Registry, column_blocks, describe, full, math, runs, short_entries
-from .latex_width import MAX_LINE, split_sum, width
+from .matrices import MAX_NAMED_SIDE, Registry, column_blocks, describe, full, math, runs, short_entries
+from .width import MAX_LINE, split_sum, width
 
 _ROOT = sympy.Symbol("z")
 #: displays of up to this many lines are not broken across pages

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import SpecError
+from ..errors import SpecError
 from .limits import MAX_DATA_ENTRIES
 
 PAPER_RING_BUMP = (0, Fraction(33, 100), Fraction(66, 100), 1, 1, Fraction(66, 100), Fraction(33, 100), 0)

@@ -1,49 +1,17 @@
-"""What the commands share: the one-line error parser, spec loading, JSON output and the
-formatting of numbers."""
+"""How the commands print: a report as JSON, Markdown or text, the formatting of numbers and exact
+values, and output files written atomically."""
 
 from __future__ import annotations
 
-import argparse
 import json
-import math
 import sys
 from pathlib import Path
 
 from gdln.derive.errors import SpecError
-from gdln.derive.expressions import EvaluationError, evaluate, parse_expression
 from gdln.verify.files import finite_json, write_atomic
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):  # one line, status 2, like every other input error
-        print(f"gdln: error: {message}", file=sys.stderr)
-        raise SystemExit(2)
-
-
-def _assignment(text: str) -> tuple[str, float]:
-    name, sep, value = text.partition("=")
-    if not sep or not name.strip():
-        raise SpecError("--set", text, "expected NAME=VALUE")
-    try:
-        number = evaluate(parse_expression(value, {}, "--set", name.strip()))
-    except EvaluationError as error:
-        raise SpecError("--set", name.strip(), f"value {value!r} has no finite value: {error}") from None
-    if number.imag != 0 or not math.isfinite(number.real) or number.real <= 0:
-        raise SpecError("--set", name.strip(), f"value {value!r} is not a positive finite real number")
-    return name.strip(), number.real
-
-
-def _overrides(args) -> dict[str, float]:
-    return dict(_assignment(text) for text in (args.set or []))
-
-
-def _load(args):
-    from gdln.derive.spec import load_spec
-
-    return load_spec(args.spec)
-
-
-def _emit(report: dict, as_json: bool, render, *, markdown: bool = False) -> None:
+def emit(report: dict, as_json: bool, render, *, markdown: bool = False) -> None:
     """Print ``report`` as JSON, as Markdown tables (``--markdown``: the report's own Jupyter
     form, :mod:`verify.display`) or as text (``render``)."""
     if markdown:
@@ -64,11 +32,11 @@ def _emit(report: dict, as_json: bool, render, *, markdown: bool = False) -> Non
         render(report)
 
 
-def _fmt(value) -> str:
+def number_text(value) -> str:
     return "never" if value is None else f"{value:.6g}"
 
 
-def _is_number(text: str) -> bool:
+def is_number(text: str) -> bool:
     try:
         float(text)
     except ValueError:
@@ -76,19 +44,15 @@ def _is_number(text: str) -> bool:
     return True
 
 
-def _plural(count: int, word: str, plural: str = "") -> str:
-    return f"{count} {word if count == 1 else plural or word + 's'}"
-
-
-def _yes(flag) -> str:
+def yes_no(flag) -> str:
     return "yes" if flag else "no"
 
 
-def _percent(fraction) -> str:
+def percent(fraction) -> str:
     return "never" if fraction is None else f"{100 * fraction:.3g}%"
 
 
-def _parameters_line(parameters: dict) -> None:
+def parameters_line(parameters: dict) -> None:
     if parameters:  # nothing to say for a task without parameters
         print("parameters: " + ", ".join(f"{k} = {v:g}" for k, v in parameters.items()))
 
@@ -100,32 +64,32 @@ ALGEBRAIC_NOTE = (
 )
 
 
-def _has_algebraic(report) -> bool:
+def has_algebraic(report) -> bool:
     """Whether any value of a report is printed as an algebraic number (``algebraic`` entries)."""
     if isinstance(report, dict):
-        return "algebraic" in report or any(_has_algebraic(v) for v in report.values())
+        return "algebraic" in report or any(has_algebraic(v) for v in report.values())
     if isinstance(report, list):
-        return any(_has_algebraic(v) for v in report)
+        return any(has_algebraic(v) for v in report)
     return False
 
 
-def _indented(text: str, indent: str) -> str:
+def indented(text: str, indent: str) -> str:
     """Every line of ``text`` (a pretty-printed equation has several) behind ``indent``."""
     return "\n".join(indent + line for line in text.splitlines())
 
 
-def _value_text(entry, name: str = "") -> str:
+def value_text(entry, name: str = "") -> str:
     """An exact value as text; an algebraic number with no radical form (``CRootOf``) as its
     value, kind and degree (``name``: what the number is, e.g. ``s`` for "s^2 of degree 8")."""
     algebraic = entry.get("algebraic")
     if algebraic is not None or "CRootOf" in entry["expr"]:
-        return f"{entry['value']:.10g} ({_algebraic_kind(algebraic, name)})"
-    if _is_number(entry["expr"]):
+        return f"{entry['value']:.10g} ({algebraic_kind(algebraic, name)})"
+    if is_number(entry["expr"]):
         return entry["expr"]
     return f"{entry['expr']} = {entry['value']:.6g}"
 
 
-def _algebraic_kind(algebraic, name: str = "") -> str:
+def algebraic_kind(algebraic, name: str = "") -> str:
     if not algebraic:
         return "algebraic"
     degrees = ", ".join(map(str, algebraic["degrees"]))
@@ -138,28 +102,13 @@ def _algebraic_kind(algebraic, name: str = "") -> str:
     return f"algebraic, a polynomial in roots of degrees {degrees}"
 
 
-def _write(path: str, text: str) -> None:
+def write_output(path: str, text: str) -> None:
     write_atomic(path, text, "output")  # a temporary file, then os.replace: never a partial file
 
 
-def _append_network(args, network_toml: str, report: dict) -> None:
+def append_network(args, network_toml: str, report: dict) -> None:
     """``--write-spec``: the spec's text with ``network_toml`` appended, noted in the report."""
     if args.write_spec and network_toml:
         text = Path(args.spec).read_text(encoding="utf-8")
-        _write(args.write_spec, text.rstrip("\n") + "\n\n" + network_toml)
+        write_output(args.write_spec, text.rstrip("\n") + "\n\n" + network_toml)
         report["written"] = args.write_spec
-
-
-def with_spec(sub, name: str, help_text: str, *, markdown: bool = False):
-    """A subcommand that reads a spec: ``SPEC``, ``--set NAME=VALUE`` and ``--json`` (and, where
-    its report has a table form, ``--markdown``)."""
-    p = sub.add_parser(name, help=help_text)
-    p.add_argument("spec", help="task spec (TOML)")
-    p.add_argument("--set", action="append", metavar="NAME=VALUE", help="override a parameter value")
-    output = p.add_mutually_exclusive_group()
-    output.add_argument("--json", action="store_true", help="print JSON")
-    if markdown:
-        output.add_argument(
-            "--markdown", action="store_true", help="print the report as Markdown tables (as a notebook shows it)"
-        )
-    return p

@@ -9,7 +9,7 @@ compiles (amsmath and amssymb only). ``staged_latex(s)`` writes the staged deriv
 :class:`derive.staged.StagedDerivation` (paper Appendix F): the first pathway alone, then the
 others on its residual. Every formula is printed from the derivation objects; exact values stay
 exact (an algebraic number without radical form is named as a root of its printed polynomial).
-Matrices are written in structured form (:mod:`derive.latex_matrices`).
+Matrices are written in structured form (:mod:`derive.latex.matrices`).
 """
 
 from __future__ import annotations
@@ -19,15 +19,16 @@ from typing import TYPE_CHECKING
 
 import sympy
 
-from . import latex_dynamics
-from .latex_document import Document, heading
-from .latex_matrices import describe, math, restrict, simplified, structured
-from .latex_text import counted, diagonalisation_failures, escape_text, in_words, join, name, plural, ranges
+from ..words import join, plural
+from . import dynamics
+from .document import Document, heading
+from .matrices import describe, math, restrict, simplified, structured
+from .text import counted, diagonalisation_failures, escape_text, in_words, name, ranges
 
 if TYPE_CHECKING:  # annotations only: derivation.py imports this module for its LaTeX display
-    from .crossover import Crossover
-    from .derivation import NetworkDerivation
-    from .staged import StagedDerivation
+    from ..crossover import Crossover
+    from ..derivation import NetworkDerivation
+    from ..staged import StagedDerivation
 
 __all__ = ["derivation_latex", "escape_text", "staged_latex"]
 
@@ -351,9 +352,9 @@ def _body(doc: Document, derivation, level: str, first_variable: int = 1) -> str
             _correlations(doc, derivation, level),
             _svd(doc, derivation, level),
             _assumptions(doc, derivation, level),
-            latex_dynamics.reduced_system(doc, derivation, level),
-            latex_dynamics.closed_forms(doc, derivation, level),
-            latex_dynamics.loss(doc, derivation, level),
+            dynamics.reduced_system(doc, derivation, level),
+            dynamics.closed_forms(doc, derivation, level),
+            dynamics.loss(doc, derivation, level),
         ]
     )
 
@@ -368,7 +369,7 @@ def derivation_latex(
     lines.append(_data(doc, task, "subsection"))
     lines.append(_gates(doc, task, derivation.network))
     lines.append(_body(doc, derivation, "subsection"))
-    lines.append(latex_dynamics.speed(doc, derivation, crossovers, "subsection"))
+    lines.append(dynamics.speed(doc, derivation, crossovers, "subsection"))
     return _wrap("".join(lines), document)
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import SpecError
+from ..errors import SpecError
 from .limits import MAX_DATA_ENTRIES, MAX_DATA_FILE_BYTES
 
 DATA_SUFFIXES = (".npz", ".csv")

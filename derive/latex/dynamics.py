@@ -9,10 +9,13 @@ from collections.abc import Sequence
 
 import sympy
 
-from . import formulas
-from .algebraic import CouplingNumber, as_text
-from .latex_document import Document, heading
-from .latex_matrices import (
+from .. import formulas
+from ..algebraic import CouplingNumber, as_text
+from ..modes import tidy
+from ..symbols import TAU, TIME
+from ..words import join, plural
+from .document import Document, heading
+from .matrices import (
     MAX_ENTRY_LENGTH,
     block_matrix,
     coefficient,
@@ -22,10 +25,8 @@ from .latex_matrices import (
     simplified,
     values_text,
 )
-from .latex_text import escape_text, join, name, plural
-from .latex_width import MAX_LINE, width
-from .modes import tidy
-from .symbols import TAU, TIME
+from .text import escape_text, name
+from .width import MAX_LINE, width
 
 #: symbols of coupling terms on one line of an equation before it breaks
 TERMS_PER_LINE = 6

@@ -21,11 +21,11 @@ from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING, Any
 
-from .errors import SpecError
+from ..errors import SpecError
 from .limits import MAX_EDGES, MAX_GATE_VALUES, MAX_HIDDEN_LAYERS, MAX_NODES, MAX_PATHS, MAX_UNITS
 
 if TYPE_CHECKING:
-    from .spec import Pathway
+    from .reader import Pathway
 
 NODE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_+\-.]*")
 NODE_KEYS = {"name", "size", "inputs", "outputs", "active", "gate", "when"}

@@ -1,0 +1,77 @@
+"""Reading a task: the spec layout and its validator, expressions, graphs of gated layers, data
+files, the builders of the papers' tasks, and every limit a spec can meet.
+
+Everything outside this package enters through the names re-exported here:
+
+- ``reader``: :func:`load_spec`, :func:`task_from_dict` and the model they build
+  (:class:`Task`, :class:`Training`, :class:`Network`, :class:`Pathway`);
+- ``expressions``: the only reader of expressions in a spec (nothing in a spec is executed);
+- ``graph``: networks written as graphs of gated nodes and edges;
+- ``data_files``: inputs and targets from ``.npz`` or ``.csv`` files (``allow_pickle=False``);
+- ``tasks``: the papers' tasks as spec dictionaries (context, routing, digits, Section 6, XoR);
+- ``limits``: every size a spec can state, checked before any work.
+"""
+
+from .expressions import EvaluationError, evaluate, parse_expression
+from .graph import Graph, gate_at, graph_entry, module_graph
+from .limits import (
+    MAX_ACTIVATIONS,
+    MAX_EPOCHS,
+    MAX_LOSS_VALUES,
+    MAX_SEEDS,
+    MAX_UNITS,
+    MAX_WEIGHTS,
+)
+from .reader import Network, Pathway, Task, Training, load_spec, task_from_dict
+from .tasks import (
+    STRUCTURES,
+    chain,
+    clusters,
+    context_subset_candidates,
+    context_task,
+    cross,
+    digits_routing_task,
+    digits_task,
+    hierarchy,
+    ring,
+    routing_task,
+    section6_task,
+    to_toml,
+    xor_task,
+)
+
+__all__ = [
+    "MAX_ACTIVATIONS",
+    "MAX_EPOCHS",
+    "MAX_LOSS_VALUES",
+    "MAX_SEEDS",
+    "MAX_UNITS",
+    "MAX_WEIGHTS",
+    "STRUCTURES",
+    "EvaluationError",
+    "Graph",
+    "Network",
+    "Pathway",
+    "Task",
+    "Training",
+    "chain",
+    "clusters",
+    "context_subset_candidates",
+    "context_task",
+    "cross",
+    "digits_routing_task",
+    "digits_task",
+    "evaluate",
+    "gate_at",
+    "graph_entry",
+    "hierarchy",
+    "load_spec",
+    "module_graph",
+    "parse_expression",
+    "ring",
+    "routing_task",
+    "section6_task",
+    "task_from_dict",
+    "to_toml",
+    "xor_task",
+]

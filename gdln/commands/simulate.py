@@ -1,0 +1,46 @@
+"""gdln simulate: trains the ReLU network or a GDLN with explicit gates."""
+
+from __future__ import annotations
+
+from gdln.derive.words import plural
+from gdln.verify.files import check_writable
+
+from .arguments import add_training_arguments, load, parameter_overrides, with_spec
+from .output import emit, number_text
+
+
+def _render_simulate(report):
+    print(
+        f"model {report['model']}, {plural(report['seeds'], 'seed')}, {report['epochs']} epochs, {report['dtype']}, "
+        f"{plural(report['devices'], 'device')}"
+    )
+    for k, (h, n, f) in enumerate(zip(report["t_half"], report["t_90"], report["loss_final"])):
+        print(f"  seed {k}: t_half {number_text(h)}  t_90 {number_text(n)}  final loss {f:.3g}")
+
+
+def cmd_simulate(args):
+    from gdln.verify.simulation import simulate_report
+
+    task = load(args)
+    if args.model != "relu":
+        task.network(args.model)
+    if args.out:
+        check_writable(args.out, "--out")  # before training: a folder, or a folder that is missing
+    report = simulate_report(
+        task, args.model, parameter_overrides(args), args.seeds, args.epochs, args.out, dtype=args.dtype
+    )
+    emit(report, args.json, _render_simulate)
+
+
+def add_parser(sub) -> None:
+    p = with_spec(sub, "simulate", "train the ReLU network or a GDLN with explicit gates")
+    p.add_argument("--model", required=True, help="relu or a network name")
+    p.add_argument("--out", metavar="FILE.npz", help="write the loss curves")
+    p.add_argument(
+        "--dtype",
+        choices=["float64", "float32"],
+        default="float64",
+        help="what the ReLU network trains in (float32 follows float64 to 1e-4 of the initial loss; README)",
+    )
+    add_training_arguments(p)
+    p.set_defaults(run=cmd_simulate)

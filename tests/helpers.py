@@ -1,0 +1,116 @@
+"""What several test files share: the repository's paths, the in-process CLI runner whose outcome
+must be exit 0 with strict JSON or exit 2 with one line, and trained reference times."""
+
+from __future__ import annotations
+
+import json
+import math
+import resource
+import signal
+from contextlib import contextmanager
+from pathlib import Path
+
+from hypothesis import HealthCheck
+
+from gdln.cli import main
+
+#: the settings of the generated-input tests: the same examples every run, no deadline
+FUZZ = dict(
+    derandomize=True, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+XOR_SPEC = ROOT / "examples" / "xor.toml"
+
+#: CPU seconds one fuzzed command may take: about 10x the slowest measured alone (a derive of
+#: 2.9 s). CPU time, not wall-clock time: a machine busy with other work slows the wall clock of a
+#: run, not its CPU time, so the limit holds under load (README, "Tests").
+CPU_SECONDS_PER_RUN = 30
+#: wall-clock seconds after which a run counts as hung: 10x the CPU limit, so only a run that
+#: would never end trips it, however loaded the machine is
+HANG_SECONDS = 10 * CPU_SECONDS_PER_RUN
+
+
+def cpu_seconds() -> float:
+    """CPU time of this process and its threads so far (user and system)."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+@contextmanager
+def time_limit(seconds: int):
+    def expire(signum, frame):
+        raise TimeoutError(f"run took more than {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _reject_constant(text):
+    raise ValueError(f"non-finite number {text} in JSON")
+
+
+def _finite(value) -> bool:
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, dict):
+        return all(_finite(v) for v in value.values())
+    if isinstance(value, list):
+        return all(_finite(v) for v in value)
+    return True
+
+
+def run_cli(capsys, argv: list[str]) -> tuple[int, str, str]:
+    """Run ``gdln argv`` in-process; the outcome must be exit 0 + finite JSON or exit 2 + one line."""
+    capsys.readouterr()
+    start = cpu_seconds()
+    with time_limit(HANG_SECONDS):
+        try:
+            code = main(argv)
+        except SystemExit as exit:  # argparse
+            code = exit.code
+    elapsed = cpu_seconds() - start
+    out, err = capsys.readouterr()
+    assert elapsed < CPU_SECONDS_PER_RUN, (argv, elapsed)
+    assert "Traceback" not in err, err
+    if code == 0:
+        if "--json" in argv:
+            report = json.loads(out, parse_constant=_reject_constant)
+            assert _finite(report)
+    else:
+        assert code == 2, (argv, code, err)
+        lines = err.strip().splitlines()
+        assert len(lines) == 1, err
+        assert lines[0].startswith("gdln: error: "), err
+    return code, out, err
+
+
+def trained_t90(task, networks, seeds: int = 2) -> dict[str, float]:
+    """Per network, the epoch at which explicit-gate GDLNs trained by gradient descent from the
+    task's init (``seeds`` seeds, mean loss) reach 10% of the initial loss."""
+    import numpy as np
+
+    from gdln.numeric.race import crossing_time
+    from gdln.numeric.training import gdln_layout, train_gdln
+    from gdln.verify.entries import epoch_grid
+
+    x, y = np.array(task.inputs, float), np.array(task.targets, float)
+    ts = np.asarray(epoch_grid(task.training.epochs))
+    times = {}
+    for network in networks:
+        run = train_gdln(
+            x,
+            y,
+            gdln_layout(network, task.num_datapoints),
+            task.training.init_scale,
+            task.training.learning_rate,
+            task.training.epochs,
+            range(seeds),
+        )
+        times[network.name] = crossing_time(ts, np.asarray(run.losses).mean(axis=0), 0.1)
+    return times

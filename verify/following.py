@@ -1,0 +1,271 @@
+"""The reports behind ``gdln verify`` and ``gdln align``: the ReLU network trained, the
+candidates' predictions beside it, and which one it follows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from gdln.derive.derivation import NetworkDerivation
+from gdln.derive.errors import SpecError
+from gdln.derive.spec import Network, Task
+from gdln.derive.words import plural
+from gdln.numeric.alignment import OUTPUT_FRACTION, Alignment, align, aligned_network
+from gdln.numeric.initial_conditions import ALIGNMENT, MODELS, WEIGHTS, unmatched_units
+from gdln.numeric.prediction import (
+    GRADIENT_DESCENT,
+    GRADIENT_FLOW,
+    REDUCED_FLOW,
+    TIME_MODELS,
+    Prediction,
+    TaskPredictions,
+)
+from gdln.numeric.training import initial_relu_weights
+
+from .checks import check_training_size, check_values
+from .display import VerifyReport
+from .entries import epoch_grid, parameter_vector, theory_stride
+from .progress import Stages
+from .representations import gate_census, hidden_layers, mds_comparison
+from .rules import finite_crossing, follow_resolution, followed_candidate
+from .simulation import deviations, divergence_note, train_network, training_settings
+
+
+def relu_initial_weights(task: Task, training):
+    """The initial weights of the task's ReLU runs, one per seed: those ``train_network`` starts from."""
+    return initial_relu_weights(
+        training.hidden_units, task.num_inputs, task.num_outputs, training.init_scale, range(training.seeds)
+    )
+
+
+def relu_alignment(models: TaskPredictions, initial_weights, values: Mapping, training) -> Alignment:
+    """The alignment phase of ReLU runs from their initial weights ``(W1s, W2s)`` alone, at the
+    training step and cut at the training horizon."""
+    inputs, targets = models.dataset(parameter_vector(models.task, values))
+    w1s, w2s = initial_weights
+    return align(inputs, targets, w1s, w2s, training.learning_rate, horizon=training.epochs)
+
+
+def aligned_candidate(models: TaskPredictions, alignment: Alignment) -> Network:
+    """The GDLN of the settled patterns, named ``aligned`` (or ``aligned-2``... if the spec has one)."""
+    taken = {n.name for n in models.task.networks}
+    name = next(f for f in ("aligned", *(f"aligned-{k}" for k in range(2, len(taken) + 3))) if f not in taken)
+    return aligned_network(alignment, models.task.num_inputs, models.task.num_outputs, name)
+
+
+def alignment_entry(alignment: Alignment, networks: list[Network]) -> dict:
+    """The alignment phase as JSON: its end per seed, the settled patterns with their units per
+    seed, and per candidate the units (per seed) that match none of its pathways."""
+    seeds = len(alignment.epochs)
+    per_seed = [alignment.patterns(k) for k in range(seeds)]
+    patterns = sorted({p for found in per_seed for p in found}, key=lambda p: (-sum(f[p] for f in per_seed), p))
+    return {
+        "time": [int(e) for e in alignment.epochs],
+        "ended": [bool(e) for e in alignment.ended],
+        "output_fraction": OUTPUT_FRACTION,
+        "patterns": [{"active": list(p), "units": [int(f[p]) for f in per_seed]} for p in patterns],
+        "unmatched_units": {n.name: unmatched_units(n, alignment) for n in networks},
+    }
+
+
+def candidate_predictions(models: TaskPredictions, extra: tuple[Network, ...] = ()) -> dict[str, Prediction]:
+    """The prediction of every candidate of the task, and of ``extra`` networks (the aligned GDLN)."""
+    found = {network.name: models.prediction(network.name) for network in models.task.networks}
+    # the aligned GDLN is predicted by the exact reduced flow from its units' maps: no modes derived
+    found.update(
+        {network.name: Prediction(NetworkDerivation(models.task, network), kind=REDUCED_FLOW) for network in extra}
+    )
+    return found
+
+
+def predicted_relu_curves(
+    models: TaskPredictions,
+    predictions: Mapping[str, Prediction],
+    initial_weights,
+    values,
+    training,
+    ts,
+    *,
+    initial_conditions: str = ALIGNMENT,
+    time_model: str = GRADIENT_DESCENT,
+    alignment: Alignment | None = None,
+) -> dict[str, np.ndarray]:
+    """Each of ``predictions``' loss curve for ReLU runs with ``initial_weights = (W1s, W2s)``
+    at epochs ``ts``, from the initial conditions named by ``initial_conditions``
+    (:data:`numeric.initial_conditions.MODELS`). Only the initial weights enter: nothing is
+    fitted to the ReLU losses."""
+    vector = parameter_vector(models.task, values)
+    inputs, _ = models.dataset(vector)
+    curves = {}
+    for name, prediction in predictions.items():
+        if initial_conditions == ALIGNMENT:
+            assert alignment is not None
+            curves[name] = prediction.aligned_loss_curve(ts, alignment, training.learning_rate, vector, time=time_model)
+        elif initial_conditions == WEIGHTS:
+            curves[name] = prediction.relu_loss_curve(
+                ts, initial_weights, inputs, training.init_scale, training.tau, vector
+            )
+        else:
+            curves[name] = prediction.loss_curve(ts, training.init_scale, training.tau, vector)
+    return curves
+
+
+def network_toml(network: Network, comment: str) -> str:
+    """A ``[[network]]`` table for a spec file (pathways on every input and output)."""
+    lines = [f"# {comment}", "[[network]]", f'name = "{network.name}"']
+    for pathway in network.pathways:
+        lines += [
+            "[[network.pathway]]",
+            f'name = "{pathway.name}"',
+            f"active = [{', '.join(str(n) for n in pathway.active)}]",
+            f"units = {pathway.units}",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def align_report(task: Task, overrides=None, seeds: int | None = None) -> tuple[dict, str]:
+    """The alignment phase of the ReLU network from its initial weights (no training): the
+    settled patterns and, per candidate, the units that match none of its pathways; and the
+    patterns' GDLN as a ``[[network]]`` table."""
+    models = TaskPredictions(task)
+    check_values(task, overrides, derivations=False)
+    values = task.values(overrides)
+    training = training_settings(task, seeds, None)
+    check_training_size(task, training, "relu")
+    initial = relu_initial_weights(task, training)
+    alignment = relu_alignment(models, initial, values, training)
+    network = aligned_candidate(models, alignment)
+    report = {"parameters": {s.name: v for s, v in values.items()}, "seeds": training.seeds}
+    report.update(alignment_entry(alignment, [*task.networks, network]))
+    report["network"] = network.name
+    where = ", ".join(f"{s.name} = {v:g}" for s, v in values.items()) or "no parameters"
+    comment = f"settled gate patterns of the alignment phase ({where}; {training.seeds} seed{'' if training.seeds == 1 else 's'}), from gdln align"
+    return report, network_toml(network, comment)
+
+
+def check_prediction_models(task: Task, initial_conditions: str, time_model: str | None) -> str:
+    """The time model to use; one line naming the flag when the pair is not offered."""
+    if initial_conditions not in MODELS:
+        raise SpecError(task.source, "--initial-conditions", f"must be one of {', '.join(MODELS)}")
+    if time_model is None:
+        return GRADIENT_DESCENT if initial_conditions == ALIGNMENT else GRADIENT_FLOW
+    if time_model not in TIME_MODELS:
+        raise SpecError(task.source, "--time", f"must be one of {', '.join(TIME_MODELS)}")
+    if time_model == GRADIENT_DESCENT and initial_conditions != ALIGNMENT:
+        raise SpecError(
+            task.source,
+            "--time",
+            "gradient descent is followed from the alignment phase only (--initial-conditions alignment)",
+        )
+    return time_model
+
+
+#: training decides which candidate it follows when the followed one's largest deviation beats
+#: the runner-up's by at least this many standard errors of the seeds' mean loss (about 95%
+#: confidence for a normal spread); closer than that, other seeds could reverse the order
+
+
+def verify_report(
+    task: Task,
+    overrides=None,
+    seeds=None,
+    epochs=None,
+    models: TaskPredictions | None = None,
+    representations: bool = True,
+    initial_conditions: str = ALIGNMENT,
+    time_model: str | None = None,
+) -> dict:
+    """Train the ReLU network and say which candidate network it follows, and how closely;
+    with ``data.contexts``, add the census of its hidden units and the MDS comparison with
+    the followed candidate trained as a GDLN with explicit gates.
+
+    Every prediction is computed from the runs' initial weights before the losses are read
+    (``initial_conditions``: ``alignment``, ``weights`` or ``width``; ``time_model``: gradient
+    descent at the training step or gradient flow). With ``alignment`` the report adds the
+    phase (``"alignment"``) and the GDLN of its settled patterns as the candidate ``aligned``
+    (``"from_alignment": true``); ``follows`` is chosen among the spec's candidates."""
+    models = models or TaskPredictions(task)
+    if not task.networks:
+        raise SpecError(task.source, "network", "verification needs at least one [[network]]")
+    time_model = check_prediction_models(task, initial_conditions, time_model)
+    check_values(task, overrides, models)
+    values = task.values(overrides)
+    training = training_settings(task, seeds, epochs)
+    check_training_size(task, training, "relu")
+    initial = relu_initial_weights(task, training)
+    stride = theory_stride(training.epochs)
+    ts = epoch_grid(training.epochs, stride)
+    alignment: Alignment | None = None
+    extra: tuple[Network, ...] = ()
+    step = Stages("verify", 2 + (initial_conditions == ALIGNMENT) + (task.contexts is not None))
+    if initial_conditions == ALIGNMENT:
+        step("alignment phase of the ReLU runs")
+        alignment = relu_alignment(models, initial, values, training)
+        extra = (aligned_candidate(models, alignment),)
+    # the predictions are made from the initial weights alone, before the network is trained
+    step("predictions from the initial weights")
+    predictors = candidate_predictions(models, extra)
+    predictions = predicted_relu_curves(
+        models,
+        predictors,
+        initial,
+        values,
+        training,
+        ts,
+        initial_conditions=initial_conditions,
+        time_model=time_model,
+        alignment=alignment,
+    )
+    step(f"training the ReLU network ({plural(training.seeds, 'seed')})")
+    run, _, _ = train_network(task, "relu", overrides, seeds, epochs, models)
+    relu = np.mean(np.asarray(run.losses), axis=0)[::stride]
+    from_alignment = {n.name for n in extra}
+    networks: list[dict[str, Any]] = [
+        {
+            "name": name,
+            **deviations(curve, relu),
+            "t_half_predicted": finite_crossing(ts, curve, 0.5),
+            "t_half_relu": finite_crossing(ts, relu, 0.5),
+            "dynamics": predictors[name].kind,
+            "from_alignment": name in from_alignment,
+        }
+        for name, curve in predictions.items()
+    ]
+    notes = [
+        note
+        for note in [divergence_note("ReLU network", ts, relu, " (gradient descent diverged or overflowed)")]
+        if note
+    ]
+    notes += [
+        note for name, curve in predictions.items() if (note := divergence_note(f"prediction of {name}", ts, curve))
+    ]
+    follows, follow_notes = followed_candidate(networks)
+    notes += follow_notes
+    report: dict[str, Any] = VerifyReport(
+        {
+            "parameters": {s.name: v for s, v in values.items()},
+            "seeds": training.seeds,
+            "epochs": training.epochs,
+            "initial_conditions": initial_conditions,
+            "time_model": time_model,
+            "follows": follows,
+            "resolution": follow_resolution(networks, follows, np.asarray(run.losses)[:, ::stride]),
+            "networks": networks,
+        }
+    )
+    if alignment is not None:
+        report["alignment"] = alignment_entry(alignment, [*task.networks, *extra])
+    if notes:
+        report["notes"] = notes
+    if task.contexts is not None:
+        step("census of the hidden units, and the followed candidate's representations")
+        inputs, _ = models.dataset(parameter_vector(task, values))
+        report["census"] = gate_census(task, inputs, *run.final)
+        if representations and follows is not None:
+            reln, _, _ = train_network(task, follows, overrides, 1, epochs, models)
+            report["mds"] = {"network": follows, **mds_comparison(*hidden_layers(task, run, reln, follows, inputs))}
+    step.close()
+    return report

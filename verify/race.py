@@ -1,0 +1,139 @@
+"""The report behind ``gdln race``: every candidate raced on its predicted dynamics, ranked by
+:func:`verify.rules.race_order`, with the derived crossovers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from itertools import combinations
+from typing import Any
+
+import numpy as np
+
+from gdln.derive.errors import SpecError
+from gdln.derive.spec import Task
+from gdln.numeric.prediction import (
+    REDUCED_FLOW,
+    Prediction,
+    TaskPredictions,
+)
+
+from .checks import check_values
+from .derivation_report import crossover_entries
+from .display import RaceReport
+from .entries import epoch_grid, finite_or_none, parameter_vector, theory_stride, value_entry
+from .progress import progress
+from .rules import race_order, race_winner
+
+
+def staged_report(models: TaskPredictions, name: str, ts, values: Mapping, exact_curve: np.ndarray) -> dict:
+    """The staged approximation of a network with interacting pathways, and its error
+    against the exact dynamics (max |L_staged - L_exact| / L(0))."""
+    task = models.task
+    staged = models.staged(name)
+    curve = models.staged_loss_curve(
+        name, ts, task.training.init_scale, task.training.tau, parameter_vector(task, values)
+    )
+    second = staged.second_stage
+    return {
+        "first": staged.first.name,
+        "first_closed_form": staged.first_stage.has_closed_form,
+        "rest_closed_form": second.has_closed_form,
+        "rest_symmetric_groups": [[second.network.pathways[p].name for p in g] for g in second.symmetric_groups],
+        "max_deviation": float(np.max(np.abs(curve - exact_curve)) / exact_curve[0]),
+    }
+
+
+def flow_race(
+    task: Task, overrides: Mapping[str, float] | None = None, models: TaskPredictions | None = None
+) -> tuple[dict[str, float], dict[str, dict[str, Any]]]:
+    """``(parameters, {name: {"t_90", "final_loss"}})``: every network raced on its exact reduced
+    flow, as :func:`race_report` races it (crossings solved on the flow, no grid), without the
+    closed forms, speeds and crossovers that report derives. The exhaustive search races
+    hundreds of networks for these two numbers alone."""
+    models = models or TaskPredictions(task)
+    values = check_values(task, overrides, models)
+    vector, training = parameter_vector(task, values), task.training
+    entries = {}
+    for network in progress(task.networks, "race", label=lambda network: network.name):
+        prediction = Prediction(models.derivation(network.name), kind=REDUCED_FLOW)
+        result = prediction.race(training.init_scale, training.tau, vector, training.epochs)
+        entries[network.name] = {
+            "t_90": finite_or_none(result.crossings[0.1]),
+            "final_loss": finite_or_none(result.final_loss),
+        }
+    return {s.name: v for s, v in values.items()}, entries
+
+
+def race_report(
+    task: Task,
+    overrides: Mapping[str, float] | None = None,
+    models: TaskPredictions | None = None,
+    staged: bool = False,
+) -> dict:
+    """Rank the candidate networks by their predicted time to learn, and find crossovers.
+
+    ``t_half``/``t_90`` are solved on the predicted dynamics, not read off a grid: inverted
+    closed forms (brentq on the sum of logistics), or crossings located within one solver step
+    of the race ODE / reduced flow and solved there (:func:`numeric.race.ode_race`). ``epochs``
+    only sets the horizon: a crossing after it is ``null``, and ``horizon`` says where that is;
+    ``final_loss`` is the loss at the horizon over the initial loss. Seeds enter as ``log a0``,
+    so init scales whose ``a0`` underflows give the right crossings. ``stopped_at``/``notes``
+    appear only when an ODE could not be followed to the horizon. ``winner`` is ``null`` when no
+    prediction is finite, or when none reaches 10% within the horizon and the best losses at the
+    horizon are equal."""
+    models = models or TaskPredictions(task)
+    check_values(task, overrides, models)
+    if not task.networks:
+        raise SpecError(task.source, "network", "the race needs at least one [[network]]")
+    values = task.values(overrides)
+    vector = parameter_vector(task, values)
+    training = task.training
+    horizon = training.epochs
+    derivations = {n.name: models.derivation(n.name) for n in task.networks}
+    networks = []
+    for name, derivation in progress(derivations.items(), "race", label=lambda item: item[0]):
+        # crossings solved on the dynamics themselves, no sampling grid (numeric.race.RaceResult)
+        prediction = models.prediction(name)
+        result = prediction.race(training.init_scale, training.tau, vector, horizon)
+        entry = {
+            "name": name,
+            "speed": value_entry(derivation.speed, values),
+            "t_half": finite_or_none(result.crossings[0.5]),
+            "t_90": finite_or_none(result.crossings[0.1]),
+            "final_loss": finite_or_none(result.final_loss),
+            "dynamics": prediction.kind,
+            "closed_form": derivation.closed_forms is not None,
+            "pathways": [
+                {
+                    "name": pathway_derivation.name,
+                    "singular_values": [value_entry(m.s, values) for m in pathway_derivation.modes],
+                }
+                for pathway_derivation in derivation.pathways
+            ],
+        }
+        if result.stopped_at is not None:
+            entry["stopped_at"] = result.stopped_at
+        if result.notes:
+            entry["notes"] = list(result.notes)
+        if staged and derivation.cross_correlations and len(derivation.pathways) > 1:
+            ts = epoch_grid(horizon, theory_stride(horizon))
+            entry["staged"] = staged_report(
+                models, name, ts, values, prediction.loss_curve(ts, training.init_scale, training.tau, vector)
+            )
+        networks.append(entry)
+
+    ranking = [n["name"] for n in sorted(networks, key=race_order)]
+    winner, _ = race_winner(networks)
+    pairs = combinations(derivations, 2)
+    found = crossover_entries([c for a, b in pairs for c in models.crossovers(a, b, values)], values)
+    return RaceReport(
+        {
+            "parameters": {s.name: v for s, v in values.items()},
+            "horizon": horizon,
+            "networks": networks,
+            "ranking": ranking,
+            "winner": winner,
+            "crossovers": found,
+        }
+    )

@@ -1,0 +1,128 @@
+"""The rules every report and the sweep decide by, each written once: the race order and its
+winner, finite crossings of loss curves, and which candidate a trained network follows.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from gdln.numeric.race import first_crossings
+
+from .entries import finite_or_none
+
+
+def race_order(entry: Mapping[str, Any]) -> tuple:
+    """Rank of a race entry (a network, or an orbit of networks): the first to reach 10% of the
+    initial loss wins; among those that never do, the lowest final loss; an entry whose
+    prediction is not finite ranks last and never wins."""
+    finite = entry["final_loss"] is not None
+    return (not finite, entry["t_90"] is None, entry["t_90"] or 0.0, entry["final_loss"] if finite else 0.0)
+
+
+def race_winner(entries: list[dict]) -> tuple[str | None, float | None]:
+    """The winner of race entries by :func:`race_order`, and its margin (the relative ``t_90`` gap to
+    the runner-up, None where either never reaches 10%). No winner where no prediction is finite, or
+    where none reaches 10% within the horizon and the best losses there are equal."""
+    ranked = sorted(entries, key=race_order)
+    if not ranked or ranked[0]["final_loss"] is None:
+        return None, None
+    if len(ranked) > 1 and ranked[0]["t_90"] is None and race_order(ranked[0]) == race_order(ranked[1]):
+        return None, None
+    winner = ranked[0]
+    if len(ranked) == 1 or winner["t_90"] is None or ranked[1]["t_90"] is None:
+        return winner["name"], None
+    return winner["name"], (ranked[1]["t_90"] - winner["t_90"]) / winner["t_90"]
+
+
+def aligned_winner(t_halves: dict[str, float]) -> tuple[str | None, float | None]:
+    """The alignment-seeded race's winner, the first to reach half its initial loss, and its margin
+    (the relative ``t_half`` gap to the runner-up); a tie has no winner and margin 0."""
+    finite = sorted((t, name) for name, t in t_halves.items() if t is not None)
+    if not finite:
+        return None, None
+    if len(finite) == 1:
+        return finite[0][1], None
+    if finite[0][0] == finite[1][0]:
+        return None, 0.0
+    return finite[0][1], (finite[1][0] - finite[0][0]) / finite[0][0]
+
+
+def finite_crossings(ts, curves, fraction: float) -> np.ndarray:
+    """``crossing_time`` row by row on the finite part of sampled curves ``(rows, samples)``: NaN
+    where a row is not finite and positive at the start, or not finite before it reaches
+    ``fraction`` of its initial value."""
+    curves = np.atleast_2d(np.asarray(curves, dtype=float))
+    # samples from a row's first non-finite one on are cut off: a curve that diverged has ended
+    finite_so_far = np.logical_and.accumulate(np.isfinite(curves), axis=1)
+    starts = curves[:, 0]
+    usable = finite_so_far[:, 0] & (starts > 0)
+    times = first_crossings(ts, np.where(finite_so_far, curves, np.nan), fraction * np.where(usable, starts, 0.0))
+    return np.where(usable, times, np.nan)
+
+
+def finite_crossing(ts, curve, fraction: float) -> float | None:
+    """:func:`finite_crossings` of one curve, None where it has none."""
+    return finite_or_none(float(finite_crossings(ts, np.asarray(curve, dtype=float)[None], fraction)[0]))
+
+
+DECIDED_STANDARD_ERRORS = 2.0
+
+
+def seed_standard_error(losses) -> float | None:
+    """The largest standard error of the seeds' mean loss over the samples, ``(seeds, samples)``,
+    as a fraction of the mean initial loss; ``None`` with fewer than two seeds."""
+    losses = np.asarray(losses, dtype=float)
+    if losses.shape[0] < 2:
+        return None
+    error = np.std(losses, axis=0, ddof=1) / np.sqrt(losses.shape[0])
+    return float(np.max(error) / np.mean(losses[:, 0]))
+
+
+def follow_resolution(networks: list[dict], follows: str | None, losses) -> dict[str, Any]:
+    """Whether the seeds decide the followed candidate (:func:`followed_candidate`): its lead in
+    largest deviation over the runner-up (``lead``, a fraction of the initial loss), the seeds'
+    standard error (:func:`seed_standard_error`), the lead needed (:data:`DECIDED_STANDARD_ERRORS`
+    of them), and ``decided``, whether the lead reaches it (``None`` where either is unknown)."""
+    error = seed_standard_error(losses)
+    others = sorted(
+        n["max_deviation"]
+        for n in networks
+        if n["name"] != follows and not n["from_alignment"] and math.isfinite(n["max_deviation"])
+    )
+    ours = next((n["max_deviation"] for n in networks if n["name"] == follows), None)
+    lead = others[0] - ours if follows is not None and ours is not None and others else None
+    needed = None if error is None else DECIDED_STANDARD_ERRORS * error
+    decided = None if lead is None or needed is None else bool(lead >= needed)
+    return {"lead": lead, "seed_error": error, "lead_needed": needed, "decided": decided}
+
+
+def followed_candidate(networks: list[dict]) -> tuple[str | None, list[str]]:
+    """Verify's rule: the candidate the ReLU network follows is the one with the smallest largest
+    deviation (to 4 decimals of the initial loss), then the smallest mean deviation; candidates
+    from the alignment phase itself and non-finite deviations never count. ``None``, with a
+    note, when none is finite or the two best are the same curve."""
+    notes: list[str] = []
+    # a candidate whose deviation is not finite can never be the one followed (min() would let a NaN win)
+    candidates = [
+        n
+        for n in networks
+        if math.isfinite(n["max_deviation"]) and math.isfinite(n["mean_deviation"]) and not n["from_alignment"]
+    ]
+    ranked = sorted(candidates, key=lambda n: (round(n["max_deviation"], 4), n["mean_deviation"]))
+    follows = ranked[0]["name"] if ranked else None
+    if follows is None:
+        notes.append("no candidate's deviation from the ReLU network is finite: none is followed")
+    elif len(ranked) > 1 and all(
+        abs(ranked[0][k] - ranked[1][k]) <= 1e-12 * max(1.0, abs(ranked[0][k]))
+        for k in ("max_deviation", "mean_deviation")
+    ):
+        # e.g. every alignment phase still running at the horizon: the predictions are the same curve
+        notes.append(
+            f"{ranked[0]['name']} and {ranked[1]['name']} are predicted the same curve within the horizon: none is followed"
+        )
+        follows = None
+    return follows, notes

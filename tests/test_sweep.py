@@ -154,6 +154,60 @@ def test_aligned_race_and_check_are_verify_at_the_point(xor):
         )
 
 
+#: a point's floats in a grid against the point alone: the batches differ in size (vmapped runs,
+#: parts per core, descent chunks), which may round the last bits differently; margins are
+#: differences of two times, so they are compared to the same number absolutely too
+ALONE_RTOL = 1e-12
+
+
+def _same_entry(mine, theirs, where="point"):
+    """Every field of two JSON point entries: floats to :data:`ALONE_RTOL`, everything else equal."""
+    assert type(mine) is type(theirs), (where, mine, theirs)
+    if isinstance(mine, dict):
+        assert mine.keys() == theirs.keys(), where
+        for key in mine:
+            _same_entry(mine[key], theirs[key], f"{where}.{key}")
+    elif isinstance(mine, list):
+        assert len(mine) == len(theirs), where
+        for k, (a, b) in enumerate(zip(mine, theirs)):
+            _same_entry(a, b, f"{where}[{k}]")
+    elif isinstance(mine, float):
+        assert mine == pytest.approx(theirs, rel=ALONE_RTOL, abs=ALONE_RTOL), (where, mine, theirs)
+    else:
+        assert mine == theirs, (where, mine, theirs)
+
+
+#: the point every drawn grid holds, and its init scale's exponent span: float64's whole range
+#: up to the spec's largest init scale (issue 40: a span above 1e77 corrupted every point)
+FIXED_POINT = {"init_scale": 1e-4, "Delta": 1.0}
+
+
+@st.composite
+def grid_around_fixed_point(draw):
+    """Axes of a grid that holds :data:`FIXED_POINT` exactly (as an axis' start or stop): an
+    init-scale axis to anywhere from 1e-300 to 1e3, and at times a Delta axis."""
+    other = 10.0 ** draw(st.floats(-300, 3))
+    start, stop = sorted((FIXED_POINT["init_scale"], other))
+    axes = [_axis("init_scale", repr(start), repr(stop), draw(st.integers(2, 3)), draw(st.sampled_from(["", ":log"])))]
+    if draw(st.booleans()):
+        start, stop = sorted((FIXED_POINT["Delta"], draw(st.floats(0.25, 4.0))))
+        axes.append(_axis("Delta", repr(start), repr(stop), draw(st.integers(1, 2))))
+    return axes
+
+
+@settings(max_examples=5, **FUZZ)
+@given(grids=grid_around_fixed_point())
+def test_a_point_s_answer_does_not_depend_on_the_rest_of_the_grid(xor, grids):
+    """Issue 40: the entry of a fixed point in a drawn grid is the entry of that point alone,
+    field by field (winners, margins, crossings, alignment-seeded times, the phase's epochs)."""
+    axes = [parse_axis(text, xor) for text in grids]
+    names = [a.name for a in axes]
+    alone = sweep_report(xor, [parse_axis(f"{n}={FIXED_POINT[n]!r}:{FIXED_POINT[n]!r}:1", xor) for n in names])
+    found = [p for p in sweep_report(xor, axes)["points"] if p["values"] == {n: FIXED_POINT[n] for n in names}]
+    assert len(found) == 1, grids
+    _same_entry(found[0], alone["points"][0])
+
+
 def _same_race(point: dict, race: dict) -> None:
     """The sweep's entries at a point are race's at that point: winner, crossings, final loss."""
     assert point["winner"] == race["winner"]

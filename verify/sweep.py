@@ -256,18 +256,17 @@ def _aligned_race(
     w1, w2 = (np.asarray(w) for w in initial_relu_weights(hidden, task.num_inputs, task.num_outputs, 1.0, range(seeds)))
     # init_relu draws init_scale * normal, and the phase moves weights of every scale alike
     # (numeric.alignment.run_phase): the points that differ only in init scale share one run per
-    # seed, started at the smallest of their scales, each a member scaled up from it
+    # seed, started from the weights at init scale 1, each a member of factor its init scale. The
+    # run is the same whatever the other points, so a point's answer does not depend on the grid
     keys = np.concatenate([grid.values[rows], grid.learning_rate[rows, None]], axis=1)
     _, group_of = np.unique(keys, axis=0, return_inverse=True)
     group_of = group_of.ravel()
     groups = [rows_in for rows_in in (np.flatnonzero(group_of == g) for g in range(group_of.max() + 1))]
     width = max(len(g) for g in groups)
     members = np.array([np.resize(g, width) for g in groups])  # positions in rows; padding repeats, dropped below
-    scales = grid.init_scale[rows][members]
-    base = scales.min(axis=1)
-    factors = np.repeat(scales / base[:, None], seeds, axis=0)
-    runs_w1 = (base[:, None, None, None] * w1[None]).reshape(-1, *w1.shape[1:])
-    runs_w2 = (base[:, None, None, None] * w2[None]).reshape(-1, *w2.shape[1:])
+    factors = np.repeat(grid.init_scale[rows][members], seeds, axis=0)
+    runs_w1 = np.tile(w1, (len(groups), 1, 1))
+    runs_w2 = np.tile(w2, (len(groups), 1, 1))
     firsts = members[:, 0]
     inputs, targets = (np.repeat(x[rows][firsts], seeds, axis=0) for x in data)
     stride = theory_stride(training.epochs)

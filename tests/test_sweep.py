@@ -444,6 +444,63 @@ def test_bad_grids_are_one_line_errors(grids, capsys):
     assert len(lines) == 1 and lines[0].startswith("gdln: error:"), lines
 
 
+@pytest.mark.parametrize(
+    ("grid", "message"),
+    [
+        ("init_scale=1e300:1e300:1", "--grid: init_scale: 1e+300 is above the limit of 1000"),
+        ("init_scale=1e-3:2e3:2:log", "--grid: init_scale: 2000.0 is above the limit of 1000"),
+        ("learning_rate=1e7:1e8:2", "--grid: learning_rate: 10000000.0 is above the limit of 1e+06"),
+        ("hidden_units=10000000:10000000:1", "--grid: hidden_units: 10000000 is above the limit of 100000"),
+        ("hidden_units=0.2:0.4:2", "--grid: hidden_units: expected a positive integer, got 0"),
+        ("Delta=1e160:1e161:2", "--grid: Delta: data.inputs[0][2] = 5e+159 at Delta = 1e+160 is outside the range"),
+        ("Delta=1e300:1e300:1", "is outside the range 1e-30 to 1e+30 in size"),
+        ("Delta=1e-35:1:2", "data.inputs[0][2] = 5e-36 at Delta = 1e-35 is outside the range 1e-30 to 1e+30"),
+    ],
+)
+def test_grid_values_obey_the_spec_s_limits_before_any_work(grid, message, capsys, monkeypatch):
+    """Issue 40: an axis' training values obey the spec's limits (derive.limits, by the spec
+    reader's own check), and its parameter values keep the data within the spec's range of sizes
+    at every point; refused in one line naming the key and the limit, before any race."""
+    import gdln.verify.sweep as sweep
+
+    def no_work(*args, **kwargs):
+        raise AssertionError("the race started")
+
+    monkeypatch.setattr(sweep, "_width_race", no_work)
+    code, out, err = run_cli(capsys, ["sweep", str(XOR_SPEC), "--grid", grid])
+    assert code == 2 and out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], lines
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (
+            ["--grid", "Delta=0.5:3:128", "--grid", "init_scale=1e-5:1e-3:128:log", "--seeds", "1000"],
+            "--seeds: seeds x grid points: 1000 x 16384 = 16384000 runs of the alignment phase is above the limit"
+            " of 49152",
+        ),
+        (
+            ["--grid", "Delta=0.5:1:4", "--seeds", "1000", "--check", "1000000"],
+            "--check: checked points x seeds: 4 x 1000 = 4000 training runs is above the limit of 1000",
+        ),
+    ],
+)
+def test_sweep_size_limits_before_any_work(flags, message, capsys, monkeypatch):
+    """Issue 40: seeds x grid points (the alignment phase) and checked points x seeds (training)
+    have limits (derive.limits), refused in one line before any race (it was killed out of
+    memory, or trained for minutes)."""
+    import gdln.verify.sweep as sweep
+
+    def no_work(*args, **kwargs):
+        raise AssertionError("the race started")
+
+    monkeypatch.setattr(sweep, "_width_race", no_work)
+    code, out, err = run_cli(capsys, ["sweep", str(XOR_SPEC), *flags])
+    assert (code, out, err.strip()) == (2, "", f"gdln: error: {message}")
+
+
 # --- generated grids (issue 29): valid ones end in finite JSON, broken ones in one line --------
 
 #: generated cases: valid grids (each a small sweep, seconds), broken grids (refused at once)

@@ -34,7 +34,8 @@ import sympy
 from gdln.derive.algebraic import as_text
 from gdln.derive.errors import SpecError
 from gdln.derive.expressions import EvaluationError, evaluate
-from gdln.derive.spec import Task, Training, task_from_dict
+from gdln.derive.limits import DATA_MAGNITUDE, MAX_SWEEP_RUNS, MAX_SWEEP_TRAINING_RUNS
+from gdln.derive.spec import Task, Training, task_from_dict, training_value
 from gdln.numeric.alignment import OUTPUT_FRACTION
 from gdln.numeric.prediction import TaskPredictions
 from gdln.numeric.sweep import (
@@ -123,6 +124,9 @@ def parse_axis(text: str, task: Task) -> Axis:
     if start <= 0:
         what = "a log axis needs bounds above 0" if log else "values must be positive"
         raise SpecError("--grid", name, f"{what}, got START {start:g}")
+    if name in TRAINING_AXES:  # the spec's own limits, on the axis' smallest and largest values
+        for bound in (start, stop):
+            training_value(name, int(round(bound)) if name == "hidden_units" else bound, "--grid", name)
     values = np.geomspace(start, stop, count) if log else np.linspace(start, stop, count)
     if name == "hidden_units":
         values = np.unique(np.round(values).astype(int)).astype(float)
@@ -140,6 +144,28 @@ def check_axes(axes: Sequence[Axis]) -> None:
     points = math.prod(len(a.values) for a in axes)
     if points > MAX_GRID_POINTS:
         raise SpecError("--grid", "grid", f"{points} points is above the limit of {MAX_GRID_POINTS}")
+
+
+def check_sweep_size(task: Task, axes: Sequence[Axis], check: int) -> None:
+    """Refuse, before any work, a sweep whose seeds times grid points (the alignment phase's runs)
+    or checked points times seeds (the checks' training runs) is above its limit
+    (:data:`derive.limits.MAX_SWEEP_RUNS`, :data:`derive.limits.MAX_SWEEP_TRAINING_RUNS`)."""
+    seeds = task.training.seeds
+    points = math.prod(len(a.values) for a in axes)
+    runs = seeds * points
+    if runs > MAX_SWEEP_RUNS:
+        raise SpecError(
+            "--seeds",
+            "seeds x grid points",
+            f"{seeds} x {points} = {runs} runs of the alignment phase is above the limit of {MAX_SWEEP_RUNS}",
+        )
+    trained = min(check, points) * seeds
+    if trained > MAX_SWEEP_TRAINING_RUNS:
+        raise SpecError(
+            "--check",
+            "checked points x seeds",
+            f"{min(check, points)} x {seeds} = {trained} training runs is above the limit of {MAX_SWEEP_TRAINING_RUNS}",
+        )
 
 
 def _models_at_width(task: Task, base: TaskPredictions, hidden_units: int) -> TaskPredictions:
@@ -203,7 +229,29 @@ def _finite_points(models: TaskPredictions, grid: _Grid) -> tuple[np.ndarray, np
     """``(ok, inputs, targets)``: the data at every point, and where they are finite."""
     inputs, targets = models.dataset.batch(grid.values)
     ok = np.all(np.isfinite(inputs), axis=(1, 2)) & np.all(np.isfinite(targets), axis=(1, 2))
+    _check_data_sizes(grid, inputs, targets)
     return ok, inputs, targets
+
+
+def _check_data_sizes(grid: _Grid, inputs: np.ndarray, targets: np.ndarray) -> None:
+    """Refuse a grid with a finite data entry outside the spec's range of sizes
+    (:data:`derive.limits.DATA_MAGNITUDE`, as :func:`derive.spec.check_data` refuses it at the
+    values in use) at some point, naming the first: beyond it the derivation's closed forms
+    overflow float64 (XoR at Delta = 1e160)."""
+    low, high = DATA_MAGNITUDE
+    for key, batch in (("data.inputs", inputs), ("data.targets", targets)):
+        size = np.abs(batch)
+        outside = np.isfinite(size) & ((size > high) | ((size > 0) & (size < low)))
+        if outside.any():
+            point, row, column = np.argwhere(outside)[0]
+            at = ", ".join(f"{name} = {value:g}" for name, value in grid.point_values(int(point)).items())
+            names = [a.name for a in grid.axes if a.name not in TRAINING_AXES] or [grid.axes[0].name]
+            raise SpecError(
+                "--grid",
+                ", ".join(names),
+                f"{key}[{row}][{column}] = {batch[point, row, column]:.6g} at {at} is outside the range"
+                f" {low:g} to {high:g} in size",
+            )
 
 
 def width_seeds(prediction, init_scales: np.ndarray) -> np.ndarray:
@@ -394,6 +442,7 @@ def sweep_report(
     """The race at every grid point (width- and alignment-seeded), the derived crossovers, and
     at ``check`` points the candidate trained ReLU networks follow (see the module docstring)."""
     check_axes(axes)
+    check_sweep_size(task, axes, check)
     if not task.networks:
         raise SpecError(task.source, "network", "the sweep needs at least one [[network]]")
     overrides = dict(overrides or {})

@@ -501,6 +501,27 @@ def test_sweep_size_limits_before_any_work(flags, message, capsys, monkeypatch):
     assert (code, out, err.strip()) == (2, "", f"gdln: error: {message}")
 
 
+def test_a_diverged_check_says_so(capsys):
+    """Issue 40: a checked point whose training diverges (learning rate 100 on XoR) says so: the
+    check's ``reason`` is the first epoch at which some seed's loss is not finite, in strict JSON
+    and as a line of the text output."""
+    from gdln.verify.sweep import trained_points
+
+    xor = load_spec(XOR_SPEC)
+    argv = ["sweep", str(XOR_SPEC), "--grid", "learning_rate=100:100:1", "--check", "1"]
+    code, out, _ = run_cli(capsys, [*argv, "--json"])
+    assert code == 0
+    checked = json.loads(out)["points"][0]["checked"]
+    (point,) = trained_points(xor, [parse_axis("learning_rate=100:100:1", xor)])
+    assert np.isfinite(point.losses[:, 0]).all() and point.diverged_at is not None and point.diverged_at > 0
+    assert checked["reason"] == f"diverged at epoch {point.diverged_at}"
+    assert checked["follows"] is None
+    code, out, _ = run_cli(capsys, argv)
+    assert code == 0
+    assert f"training diverged at 1 checked point (a loss not finite): learning_rate = 100: {checked['reason']}" in out
+    assert "alignment-seeded race: linear at 0 points, xor at 0 points" in out
+
+
 # --- generated grids (issue 29): valid ones end in finite JSON, broken ones in one line --------
 
 #: generated cases: valid grids (each a small sweep, seconds), broken grids (refused at once)

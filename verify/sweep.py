@@ -571,7 +571,9 @@ class TrainedPoint:
         ts: the epochs of the samples.
         losses: ``(seeds, samples)``, every seed's ReLU loss at ``ts``.
         predictions: each candidate's loss predicted from the seeds' alignment phase, followed
-            by gradient descent (verify's default), at ``ts``."""
+            by gradient descent (verify's default), at ``ts``.
+        diverged_at: the first epoch at which some seed's loss is not finite (the training
+            diverged), ``None`` where every loss is finite."""
 
     index: int
     values: dict[str, float]
@@ -580,6 +582,7 @@ class TrainedPoint:
     ts: np.ndarray
     losses: np.ndarray
     predictions: dict[str, np.ndarray]
+    diverged_at: int | None = None
 
 
 def trained_points(
@@ -628,7 +631,10 @@ def _train_points(groups, task: Task, grid: _Grid, chosen: np.ndarray, inputs, t
             training.epochs,
         )
         seconds += time.perf_counter() - started
-        sampled = losses.reshape(len(rows), seeds, -1)[:, :, ::stride]
+        per_point = losses.reshape(len(rows), seeds, -1)
+        sampled = per_point[:, :, ::stride]
+        # every epoch's loss, not only the samples: a run may overflow between two of them
+        diverged = ~np.all(np.isfinite(per_point), axis=1)
         predictors = candidate_predictions(models)
         for k, row in enumerate(rows):
             point_training = replace(
@@ -656,6 +662,7 @@ def _train_points(groups, task: Task, grid: _Grid, chosen: np.ndarray, inputs, t
                     ts,
                     np.asarray(sampled[k]),
                     {name: np.asarray(curve) for name, curve in curves.items()},
+                    int(np.argmax(diverged[k])) if diverged[k].any() else None,
                 )
             )
     return found, seconds
@@ -683,6 +690,7 @@ def _check(groups, task: Task, grid: _Grid, chosen: np.ndarray, points: list[dic
             "deviations": {n["name"]: n["max_deviation"] for n in networks},
             "seeds": task.training.seeds,
             **follow_resolution(networks, follows, point.losses),
+            "reason": None if point.diverged_at is None else f"diverged at epoch {point.diverged_at}",
         }
     runs = len(trained) * task.training.seeds
     return seconds, (seconds / runs if runs else None)

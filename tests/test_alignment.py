@@ -261,16 +261,17 @@ def test_gated_chains_are_the_reduced_flow(xor_models, network):
 
 def test_member_ends_are_the_first_epoch_each_output_reaches_the_threshold():
     """The ends found by bisection on the run's running largest norm are, member by member, the
-    first epoch at which ``factor^2 * norm`` reaches the threshold, as the phase's loop flags them."""
+    first epoch at which ``factor^2 * norm`` reaches the threshold (in log2), as the phase's loop
+    flags them."""
     from gdln.numeric.alignment import member_ends
 
     rng = np.random.default_rng(1)
     for _ in range(100):
         epochs = int(rng.integers(1, 40))
-        norm = rng.random((3, epochs)) * np.where(rng.random((3, epochs)) < 0.5, 1.0, 4.0)
-        squares, threshold = rng.random((3, 5)) * 3, rng.random(3) * 5
+        norm = np.log2(rng.random((3, epochs)) * np.where(rng.random((3, epochs)) < 0.5, 1.0, 4.0))
+        squares, threshold = np.log2(rng.random((3, 5)) * 3), np.log2(rng.random(3) * 5)
         ended, found = member_ends(norm, squares, threshold)
-        flags = np.logical_or.accumulate(squares[:, :, None] * norm[:, None, :] >= threshold[:, None, None], axis=-1)
+        flags = np.logical_or.accumulate(squares[:, :, None] + norm[:, None, :] >= threshold[:, None, None], axis=-1)
         assert (ended == flags.any(axis=-1)).all()
         assert (found == np.where(flags.any(axis=-1), flags.argmax(axis=-1), epochs - 1)).all()
 

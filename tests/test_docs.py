@@ -75,6 +75,8 @@ def test_limits_table_gives_the_numbers_of_the_code():
             f"{_readme_number(limits.MAX_LEARNING_RATE)}, {_readme_number(limits.MAX_INIT_SCALE)}",
         ),
         ("`gdln zero-shot --domains`", f"{limits.MAX_DATA_ENTRIES} entries"),
+        ("`gdln sweep`", f"seeds x grid points <= {limits.MAX_SWEEP_RUNS}"),
+        ("`gdln sweep`", f"checked points x seeds <= {limits.MAX_SWEEP_TRAINING_RUNS}"),
         ("a training run", f"<= {_readme_number(limits.MAX_LOSS_VALUES)} recorded losses"),
         ("a training run", f"seeds x weights <= {_readme_number(limits.MAX_WEIGHTS)}"),
         ("a training run", f"hidden units <= {_readme_number(limits.MAX_ACTIVATIONS)}"),

@@ -154,6 +154,60 @@ def test_aligned_race_and_check_are_verify_at_the_point(xor):
         )
 
 
+#: a point's floats in a grid against the point alone: the batches differ in size (vmapped runs,
+#: parts per core, descent chunks), which may round the last bits differently; margins are
+#: differences of two times, so they are compared to the same number absolutely too
+ALONE_RTOL = 1e-12
+
+
+def _same_entry(mine, theirs, where="point"):
+    """Every field of two JSON point entries: floats to :data:`ALONE_RTOL`, everything else equal."""
+    assert type(mine) is type(theirs), (where, mine, theirs)
+    if isinstance(mine, dict):
+        assert mine.keys() == theirs.keys(), where
+        for key in mine:
+            _same_entry(mine[key], theirs[key], f"{where}.{key}")
+    elif isinstance(mine, list):
+        assert len(mine) == len(theirs), where
+        for k, (a, b) in enumerate(zip(mine, theirs)):
+            _same_entry(a, b, f"{where}[{k}]")
+    elif isinstance(mine, float):
+        assert mine == pytest.approx(theirs, rel=ALONE_RTOL, abs=ALONE_RTOL), (where, mine, theirs)
+    else:
+        assert mine == theirs, (where, mine, theirs)
+
+
+#: the point every drawn grid holds, and its init scale's exponent span: float64's whole range
+#: up to the spec's largest init scale (issue 40: a span above 1e77 corrupted every point)
+FIXED_POINT = {"init_scale": 1e-4, "Delta": 1.0}
+
+
+@st.composite
+def grid_around_fixed_point(draw):
+    """Axes of a grid that holds :data:`FIXED_POINT` exactly (as an axis' start or stop): an
+    init-scale axis to anywhere from 1e-300 to 1e3, and at times a Delta axis."""
+    other = 10.0 ** draw(st.floats(-300, 3))
+    start, stop = sorted((FIXED_POINT["init_scale"], other))
+    axes = [_axis("init_scale", repr(start), repr(stop), draw(st.integers(2, 3)), draw(st.sampled_from(["", ":log"])))]
+    if draw(st.booleans()):
+        start, stop = sorted((FIXED_POINT["Delta"], draw(st.floats(0.25, 4.0))))
+        axes.append(_axis("Delta", repr(start), repr(stop), draw(st.integers(1, 2))))
+    return axes
+
+
+@settings(max_examples=5, **FUZZ)
+@given(grids=grid_around_fixed_point())
+def test_a_point_s_answer_does_not_depend_on_the_rest_of_the_grid(xor, grids):
+    """Issue 40: the entry of a fixed point in a drawn grid is the entry of that point alone,
+    field by field (winners, margins, crossings, alignment-seeded times, the phase's epochs)."""
+    axes = [parse_axis(text, xor) for text in grids]
+    names = [a.name for a in axes]
+    alone = sweep_report(xor, [parse_axis(f"{n}={FIXED_POINT[n]!r}:{FIXED_POINT[n]!r}:1", xor) for n in names])
+    found = [p for p in sweep_report(xor, axes)["points"] if p["values"] == {n: FIXED_POINT[n] for n in names}]
+    assert len(found) == 1, grids
+    _same_entry(found[0], alone["points"][0])
+
+
 def _same_race(point: dict, race: dict) -> None:
     """The sweep's entries at a point are race's at that point: winner, crossings, final loss."""
     assert point["winner"] == race["winner"]
@@ -388,6 +442,84 @@ def test_bad_grids_are_one_line_errors(grids, capsys):
     assert captured.out == ""
     lines = captured.err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("gdln: error:"), lines
+
+
+@pytest.mark.parametrize(
+    ("grid", "message"),
+    [
+        ("init_scale=1e300:1e300:1", "--grid: init_scale: 1e+300 is above the limit of 1000"),
+        ("init_scale=1e-3:2e3:2:log", "--grid: init_scale: 2000.0 is above the limit of 1000"),
+        ("learning_rate=1e7:1e8:2", "--grid: learning_rate: 10000000.0 is above the limit of 1e+06"),
+        ("hidden_units=10000000:10000000:1", "--grid: hidden_units: 10000000 is above the limit of 100000"),
+        ("hidden_units=0.2:0.4:2", "--grid: hidden_units: expected a positive integer, got 0"),
+        ("Delta=1e160:1e161:2", "--grid: Delta: data.inputs[0][2] = 5e+159 at Delta = 1e+160 is outside the range"),
+        ("Delta=1e300:1e300:1", "is outside the range 1e-30 to 1e+30 in size"),
+        ("Delta=1e-35:1:2", "data.inputs[0][2] = 5e-36 at Delta = 1e-35 is outside the range 1e-30 to 1e+30"),
+    ],
+)
+def test_grid_values_obey_the_spec_s_limits_before_any_work(grid, message, capsys, monkeypatch):
+    """Issue 40: an axis' training values obey the spec's limits (derive.spec.limits, by the spec
+    reader's own check), and its parameter values keep the data within the spec's range of sizes
+    at every point; refused in one line naming the key and the limit, before any race."""
+    import gdln.verify.sweep as sweep
+
+    def no_work(*args, **kwargs):
+        raise AssertionError("the race started")
+
+    monkeypatch.setattr(sweep, "width_race", no_work)
+    code, out, err = run_cli(capsys, ["sweep", str(XOR_SPEC), "--grid", grid])
+    assert code == 2 and out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], lines
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (
+            ["--grid", "Delta=0.5:3:128", "--grid", "init_scale=1e-5:1e-3:128:log", "--seeds", "1000"],
+            "--seeds: seeds x grid points: 1000 x 16384 = 16384000 runs of the alignment phase is above the limit"
+            " of 49152",
+        ),
+        (
+            ["--grid", "Delta=0.5:1:4", "--seeds", "1000", "--check", "1000000"],
+            "--check: checked points x seeds: 4 x 1000 = 4000 training runs is above the limit of 1000",
+        ),
+    ],
+)
+def test_sweep_size_limits_before_any_work(flags, message, capsys, monkeypatch):
+    """Issue 40: seeds x grid points (the alignment phase) and checked points x seeds (training)
+    have limits (derive.spec.limits), refused in one line before any race (it was killed out of
+    memory, or trained for minutes)."""
+    import gdln.verify.sweep as sweep
+
+    def no_work(*args, **kwargs):
+        raise AssertionError("the race started")
+
+    monkeypatch.setattr(sweep, "width_race", no_work)
+    code, out, err = run_cli(capsys, ["sweep", str(XOR_SPEC), *flags])
+    assert (code, out, err.strip()) == (2, "", f"gdln: error: {message}")
+
+
+def test_a_diverged_check_says_so(capsys):
+    """Issue 40: a checked point whose training diverges (learning rate 100 on XoR) says so: the
+    check's ``reason`` is the first epoch at which some seed's loss is not finite, in strict JSON
+    and as a line of the text output."""
+    from gdln.verify.sweep import trained_points
+
+    xor = load_spec(XOR_SPEC)
+    argv = ["sweep", str(XOR_SPEC), "--grid", "learning_rate=100:100:1", "--check", "1"]
+    code, out, _ = run_cli(capsys, [*argv, "--json"])
+    assert code == 0
+    checked = json.loads(out)["points"][0]["checked"]
+    (point,) = trained_points(xor, [parse_axis("learning_rate=100:100:1", xor)])
+    assert np.isfinite(point.losses[:, 0]).all() and point.diverged_at is not None and point.diverged_at > 0
+    assert checked["reason"] == f"diverged at epoch {point.diverged_at}"
+    assert checked["follows"] is None
+    code, out, _ = run_cli(capsys, argv)
+    assert code == 0
+    assert f"training diverged at 1 checked point (a loss not finite): learning_rate = 100: {checked['reason']}" in out
+    assert "alignment-seeded race: linear at 0 points, xor at 0 points" in out
 
 
 # --- generated grids (issue 29): valid ones end in finite JSON, broken ones in one line --------

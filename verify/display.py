@@ -133,6 +133,9 @@ class SweepReport(dict):
         and the subsets the report counts, and where the disagreements lie; one row per measure."""
         agreement = self["agreement"]
         if not agreement["checked"]:
+            diverged = sum(bool(p["checked"] and p["checked"].get("reason")) for p in self["points"])
+            if diverged:
+                return f"no checked point followed a candidate: training diverged at {diverged} (see `reason`)"
             return "no point checked by training (--check N)"
         disagree = agreement["disagree_points"]
 

@@ -31,7 +31,16 @@ import sympy
 
 from gdln.derive.algebraic import as_text
 from gdln.derive.errors import SpecError
-from gdln.derive.spec import EvaluationError, Task, Training, evaluate
+from gdln.derive.spec import (
+    DATA_MAGNITUDE,
+    MAX_SWEEP_RUNS,
+    MAX_SWEEP_TRAINING_RUNS,
+    EvaluationError,
+    Task,
+    Training,
+    evaluate,
+    training_value,
+)
 from gdln.derive.words import plural
 from gdln.numeric.alignment import OUTPUT_FRACTION
 from gdln.numeric.prediction import TaskPredictions
@@ -114,6 +123,9 @@ def parse_axis(text: str, task: Task) -> Axis:
     if start <= 0:
         what = "a log axis needs bounds above 0" if log else "values must be positive"
         raise SpecError("--grid", name, f"{what}, got START {start:g}")
+    if name in TRAINING_AXES:  # the spec's own limits, on the axis' smallest and largest values
+        for bound in (start, stop):
+            training_value(name, int(round(bound)) if name == "hidden_units" else bound, "--grid", name)
     values = np.geomspace(start, stop, count) if log else np.linspace(start, stop, count)
     if name == "hidden_units":
         values = np.unique(np.round(values).astype(int)).astype(float)
@@ -131,6 +143,28 @@ def check_axes(axes: Sequence[Axis]) -> None:
     points = math.prod(len(a.values) for a in axes)
     if points > MAX_GRID_POINTS:
         raise SpecError("--grid", "grid", f"{points} points is above the limit of {MAX_GRID_POINTS}")
+
+
+def check_sweep_size(task: Task, axes: Sequence[Axis], check: int) -> None:
+    """Refuse, before any work, a sweep whose seeds times grid points (the alignment phase's runs)
+    or checked points times seeds (the checks' training runs) is above its limit
+    (:data:`derive.spec.limits.MAX_SWEEP_RUNS`, :data:`derive.spec.limits.MAX_SWEEP_TRAINING_RUNS`)."""
+    seeds = task.training.seeds
+    points = math.prod(len(a.values) for a in axes)
+    runs = seeds * points
+    if runs > MAX_SWEEP_RUNS:
+        raise SpecError(
+            "--seeds",
+            "seeds x grid points",
+            f"{seeds} x {points} = {runs} runs of the alignment phase is above the limit of {MAX_SWEEP_RUNS}",
+        )
+    trained = min(check, points) * seeds
+    if trained > MAX_SWEEP_TRAINING_RUNS:
+        raise SpecError(
+            "--check",
+            "checked points x seeds",
+            f"{min(check, points)} x {seeds} = {trained} training runs is above the limit of {MAX_SWEEP_TRAINING_RUNS}",
+        )
 
 
 def _models_at_width(task: Task, base: TaskPredictions, hidden_units: int) -> TaskPredictions:
@@ -183,7 +217,29 @@ def finite_points(models: TaskPredictions, grid: SweepGrid) -> tuple[np.ndarray,
     """``(ok, inputs, targets)``: the data at every point, and where they are finite."""
     inputs, targets = models.dataset.batch(grid.values)
     ok = np.all(np.isfinite(inputs), axis=(1, 2)) & np.all(np.isfinite(targets), axis=(1, 2))
+    _check_data_sizes(grid, inputs, targets)
     return ok, inputs, targets
+
+
+def _check_data_sizes(grid: SweepGrid, inputs: np.ndarray, targets: np.ndarray) -> None:
+    """Refuse a grid with a finite data entry outside the spec's range of sizes
+    (:data:`derive.spec.limits.DATA_MAGNITUDE`, as :func:`derive.spec.check_data` refuses it at the
+    values in use) at some point, naming the first: beyond it the derivation's closed forms
+    overflow float64 (XoR at Delta = 1e160)."""
+    low, high = DATA_MAGNITUDE
+    for key, batch in (("data.inputs", inputs), ("data.targets", targets)):
+        size = np.abs(batch)
+        outside = np.isfinite(size) & ((size > high) | ((size > 0) & (size < low)))
+        if outside.any():
+            point, row, column = np.argwhere(outside)[0]
+            at = ", ".join(f"{name} = {value:g}" for name, value in grid.point_values(int(point)).items())
+            names = [a.name for a in grid.axes if a.name not in TRAINING_AXES] or [grid.axes[0].name]
+            raise SpecError(
+                "--grid",
+                ", ".join(names),
+                f"{key}[{row}][{column}] = {batch[point, row, column]:.6g} at {at} is outside the range"
+                f" {low:g} to {high:g} in size",
+            )
 
 
 def width_seeds(prediction, init_scales: np.ndarray) -> np.ndarray:
@@ -236,18 +292,17 @@ def aligned_race(
     w1, w2 = (np.asarray(w) for w in initial_relu_weights(hidden, task.num_inputs, task.num_outputs, 1.0, range(seeds)))
     # init_relu draws init_scale * normal, and the phase moves weights of every scale alike
     # (numeric.alignment.run_phase): the points that differ only in init scale share one run per
-    # seed, started at the smallest of their scales, each a member scaled up from it
+    # seed, started from the weights at init scale 1, each a member of factor its init scale. The
+    # run is the same whatever the other points, so a point's answer does not depend on the grid
     keys = np.concatenate([grid.values[rows], grid.learning_rate[rows, None]], axis=1)
     _, group_of = np.unique(keys, axis=0, return_inverse=True)
     group_of = group_of.ravel()
     groups = [rows_in for rows_in in (np.flatnonzero(group_of == g) for g in range(group_of.max() + 1))]
     width = max(len(g) for g in groups)
     members = np.array([np.resize(g, width) for g in groups])  # positions in rows; padding repeats, dropped below
-    scales = grid.init_scale[rows][members]
-    base = scales.min(axis=1)
-    factors = np.repeat(scales / base[:, None], seeds, axis=0)
-    runs_w1 = (base[:, None, None, None] * w1[None]).reshape(-1, *w1.shape[1:])
-    runs_w2 = (base[:, None, None, None] * w2[None]).reshape(-1, *w2.shape[1:])
+    factors = np.repeat(grid.init_scale[rows][members], seeds, axis=0)
+    runs_w1 = np.tile(w1, (len(groups), 1, 1))
+    runs_w2 = np.tile(w2, (len(groups), 1, 1))
     firsts = members[:, 0]
     inputs, targets = (np.repeat(x[rows][firsts], seeds, axis=0) for x in data)
     stride = theory_stride(training.epochs)
@@ -351,6 +406,7 @@ def sweep_report(
     """The race at every grid point (width- and alignment-seeded), the derived crossovers, and
     at ``check`` points the candidate trained ReLU networks follow (see the module docstring)."""
     check_axes(axes)
+    check_sweep_size(task, axes, check)
     if not task.networks:
         raise SpecError(task.source, "network", "the sweep needs at least one [[network]]")
     overrides = dict(overrides or {})
@@ -479,7 +535,9 @@ class TrainedPoint:
         ts: the epochs of the samples.
         losses: ``(seeds, samples)``, every seed's ReLU loss at ``ts``.
         predictions: each candidate's loss predicted from the seeds' alignment phase, followed
-            by gradient descent (verify's default), at ``ts``."""
+            by gradient descent (verify's default), at ``ts``.
+        diverged_at: the first epoch at which some seed's loss is not finite (the training
+            diverged), ``None`` where every loss is finite."""
 
     index: int
     values: dict[str, float]
@@ -488,6 +546,7 @@ class TrainedPoint:
     ts: np.ndarray
     losses: np.ndarray
     predictions: dict[str, np.ndarray]
+    diverged_at: int | None = None
 
 
 def trained_points(
@@ -536,7 +595,10 @@ def _train_points(groups, task: Task, grid: SweepGrid, chosen: np.ndarray, input
             training.epochs,
         )
         seconds += time.perf_counter() - started
-        sampled = losses.reshape(len(rows), seeds, -1)[:, :, ::stride]
+        per_point = losses.reshape(len(rows), seeds, -1)
+        sampled = per_point[:, :, ::stride]
+        # every epoch's loss, not only the samples: a run may overflow between two of them
+        diverged = ~np.all(np.isfinite(per_point), axis=1)
         predictors = candidate_predictions(models)
         for k, row in enumerate(rows):
             point_training = replace(
@@ -564,6 +626,7 @@ def _train_points(groups, task: Task, grid: SweepGrid, chosen: np.ndarray, input
                     ts,
                     np.asarray(sampled[k]),
                     {name: np.asarray(curve) for name, curve in curves.items()},
+                    int(np.argmax(diverged[k])) if diverged[k].any() else None,
                 )
             )
     return found, seconds
@@ -591,6 +654,7 @@ def _check(groups, task: Task, grid: SweepGrid, chosen: np.ndarray, points: list
             "deviations": {n["name"]: n["max_deviation"] for n in networks},
             "seeds": task.training.seeds,
             **follow_resolution(networks, follows, point.losses),
+            "reason": None if point.diverged_at is None else f"diverged at epoch {point.diverged_at}",
         }
     runs = len(trained) * task.training.seeds
     return seconds, (seconds / runs if runs else None)

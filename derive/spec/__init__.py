@@ -15,14 +15,17 @@ Everything outside this package enters through the names re-exported here:
 from .expressions import EvaluationError, evaluate, parse_expression
 from .graph import Graph, gate_at, graph_entry, module_graph
 from .limits import (
+    DATA_MAGNITUDE,
     MAX_ACTIVATIONS,
     MAX_EPOCHS,
     MAX_LOSS_VALUES,
     MAX_SEEDS,
+    MAX_SWEEP_RUNS,
+    MAX_SWEEP_TRAINING_RUNS,
     MAX_UNITS,
     MAX_WEIGHTS,
 )
-from .reader import Network, Pathway, Task, Training, load_spec, task_from_dict
+from .reader import Network, Pathway, Task, Training, load_spec, task_from_dict, training_value
 from .tasks import (
     STRUCTURES,
     chain,
@@ -41,10 +44,13 @@ from .tasks import (
 )
 
 __all__ = [
+    "DATA_MAGNITUDE",
     "MAX_ACTIVATIONS",
     "MAX_EPOCHS",
     "MAX_LOSS_VALUES",
     "MAX_SEEDS",
+    "MAX_SWEEP_RUNS",
+    "MAX_SWEEP_TRAINING_RUNS",
     "MAX_UNITS",
     "MAX_WEIGHTS",
     "STRUCTURES",
@@ -73,5 +79,6 @@ __all__ = [
     "section6_task",
     "task_from_dict",
     "to_toml",
+    "training_value",
     "xor_task",
 ]

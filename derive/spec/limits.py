@@ -42,3 +42,11 @@ MAX_INIT_SCALE = 1e3
 MAX_LOSS_VALUES = 10**8  # seeds x (epochs + 1) recorded losses
 MAX_WEIGHTS = 10**7  # seeds x weights of the trained network
 MAX_ACTIVATIONS = 10**8  # seeds x datapoints x hidden units
+
+# --- gdln sweep -------------------------------------------------------------------------------
+# seeds x grid points: the runs of the alignment phase and of the descents that follow it (the
+# largest grid, 16384 points, at the spec's default of 3 seeds)
+MAX_SWEEP_RUNS = 49_152
+# checked points x seeds: the checks' training runs, all in one program, as many as one training
+# at the seeds limit
+MAX_SWEEP_TRAINING_RUNS = MAX_SEEDS

@@ -472,17 +472,22 @@ def _read_training(table, source):
     _reject_unknown(table, set(TRAINING_DEFAULTS), source, "training.")
     settings = dict(TRAINING_DEFAULTS)
     for key, value in table.items():
-        where = f"training.{key}"
-        if key in NUMBER_LIMITS:
-            number = float(exact_number(value, source, where))
-            if number <= 0:
-                raise SpecError(source, where, f"must be positive, got {value}")
-            if number > NUMBER_LIMITS[key]:
-                raise SpecError(source, where, f"{value} is above the limit of {NUMBER_LIMITS[key]:g}")
-            settings[key] = number
-        else:
-            settings[key] = _positive_int(value, source, where, INTEGER_LIMITS[key])
+        settings[key] = training_value(key, value, source, f"training.{key}")
     return Training(**settings)
+
+
+def training_value(key: str, value, source: str, where: str):
+    """The training setting ``key`` (``learning_rate``, ``init_scale``: positive numbers; the
+    others positive integers) checked against its limit (:mod:`derive.spec.limits`): the spec's
+    ``[training]`` table and every other place that sets one (``gdln sweep --grid``)."""
+    if key in NUMBER_LIMITS:
+        number = float(exact_number(value, source, where))
+        if number <= 0:
+            raise SpecError(source, where, f"must be positive, got {value}")
+        if number > NUMBER_LIMITS[key]:
+            raise SpecError(source, where, f"{value} is above the limit of {NUMBER_LIMITS[key]:g}")
+        return number
+    return _positive_int(value, source, where, INTEGER_LIMITS[key])
 
 
 def _read_networks(entries, num_datapoints, num_inputs, num_outputs, training, labels, source):

@@ -27,6 +27,7 @@ def cmd_sweep(args):
 
 
 def _render_sweep(report):
+    from gdln.derive.words import plural
     from gdln.verify.rules import DECIDED_STANDARD_ERRORS
 
     axes = " x ".join(f"{a['name']} ({len(a['values'])}{' log' if a['log'] else ''})" for a in report["axes"])
@@ -35,7 +36,7 @@ def _render_sweep(report):
     names = [n["name"] for n in points[0]["networks"]]
     for key, what in (("winner", "width-seeded race"), ("aligned_winner", "alignment-seeded race")):
         counts = {name: sum(p[key] == name for p in points) for name in names}
-        if key == "aligned_winner" and not any(counts.values()):
+        if key == "aligned_winner" and report["seeds"]["aligned"] is None:
             print(f"  {what}: not computed (a candidate is not a set of balanced depth-2 modes)")
             continue
         shares = ", ".join(f"{name} at {count} point{'s' if count != 1 else ''}" for name, count in counts.items())
@@ -75,6 +76,14 @@ def _render_sweep(report):
                     f"  of the {counts['checked']} checked points {where}: the width-seeded winner is followed at"
                     f" {counts['agree']}, the alignment-seeded winner at {counts['aligned_agree']}"
                 )
+    diverged = [p for p in points if p["checked"] and p["checked"].get("reason")]
+    if diverged:
+        shown = "; ".join(
+            f"{', '.join(f'{k} = {v:g}' for k, v in p['values'].items())}: {p['checked']['reason']}"
+            for p in diverged[:5]
+        )
+        more = f"; and {len(diverged) - 5} more" if len(diverged) > 5 else ""
+        print(f"  training diverged at {plural(len(diverged), 'checked point')} (a loss not finite): {shown}{more}")
     failing = [p["assumptions"] for p in points if p["assumptions"] is not None and not p["assumptions"]["hold"]]
     if failing:
         fraction = report["assumptions"]["output_fraction"]

@@ -12,6 +12,9 @@ use_x64()  # the suite computes as gdln's entry points do
 # the CLI under test (in process and in subprocesses) keeps its caches here, never in the user's
 TEST_CACHE = tempfile.mkdtemp(prefix="gdln-test-cache-")
 os.environ["GDLN_CACHE_DIR"] = TEST_CACHE
+# and the key of its entries, never the user's config folder
+TEST_CONFIG = tempfile.mkdtemp(prefix="gdln-test-config-")
+os.environ["GDLN_CONFIG_DIR"] = TEST_CONFIG
 
 ROOT = Path(__file__).resolve().parent.parent
 XOR_SPEC = ROOT / "examples" / "xor.toml"
@@ -25,6 +28,7 @@ def pytest_addoption(parser):
 
 def pytest_sessionfinish(session, exitstatus):
     shutil.rmtree(TEST_CACHE, ignore_errors=True)
+    shutil.rmtree(TEST_CONFIG, ignore_errors=True)
 
 
 def pytest_collection_modifyitems(config, items):

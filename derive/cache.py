@@ -6,28 +6,41 @@ and their defaults, the network's pathways or graph) together with gdln's versio
 of the source of ``derive`` and ``numeric``, so an edited checkout never reads a stale entry.
 On disk an entry is the pickled derivation with every product computed so far (its cached
 properties: modes, couplings, symmetric groups, the reduced system, ODEs, loss, speed),
-behind a digest of the pickle; next to it the numbers ``numeric`` evaluated from it (``.npz``,
-read with ``allow_pickle=False``) and JSON products such as ``derive``'s printed summary
-(:func:`document`), each with what it was made for and a digest of its content. The modes of
-its pathways are written once for all entries, in ``derivations/modes``, named by the digest of
-their pickle, so a pathway that several networks share is read once. An entry that does not
-match its digest, or was made for another key, is rebuilt, never trusted. Entries are only
-ever written by gdln itself, under :func:`cache_root`; the pickles are gdln's own objects,
-never user input.
+behind a keyed digest of the pickle; next to it the numbers ``numeric`` evaluated from it
+(``.npz``, read with ``allow_pickle=False``) and JSON products such as ``derive``'s printed
+summary (:func:`document`), each with what it was made for and a keyed digest of its content.
+The modes of its pathways are written once for all entries, in ``derivations/modes``, named by
+the digest of their pickle, so a pathway that several networks share is read once.
 
-The disk cache is off unless :func:`enable` is called: the CLI calls it (``--no-cache`` does not)
-and :func:`flush` when a command ends; importing gdln touches no files.
+Every entry is authenticated before it is read: an HMAC-SHA256 under a key of this user's
+(:func:`key_folder`, made on first use, readable by the owner only) covers the entry and what it
+is stored under, so a file that gdln did not write (a planted pickle behind a plain digest, a
+garbled byte, another entry's file) is deleted and rebuilt, never unpickled. A cache folder
+that another user owns or that group or others can write to is not used at all
+(:func:`folder_problem`, the one rule both this cache and JAX's compilation cache go by), as
+ssh treats its keys.
+
+The cache is an optimisation, never a failure: a folder or key that cannot be created, read or
+written (a file in the way, a read-only or full disk, a name too long, another process racing)
+turns the disk cache off with one :class:`CacheWarning` per process, and the answers are the
+same. The disk cache is off unless :func:`enable` is called: the CLI calls it (``--no-cache``
+does not) and :func:`flush` when a command ends; importing gdln touches no files.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import io
 import json
 import os
 import pickle
+import secrets
 import shutil
+import stat
 import sys
+import threading
+import warnings
 from collections.abc import Callable, Mapping
 from functools import lru_cache, partial
 from importlib import metadata
@@ -45,8 +58,22 @@ from .modes import Mode
 
 #: environment variable naming the cache folder (default: the platform's user cache folder)
 CACHE_ENV = "GDLN_CACHE_DIR"
+#: environment variable naming the folder of the cache's key (default: the user's config folder)
+CONFIG_ENV = "GDLN_CONFIG_DIR"
+#: the key's file in that folder, and its length
+KEY_FILE = "cache-key"
+KEY_BYTES = 32
+#: the folders gdln writes under the cache folder: made owner-only, checked like the folder
+PARTS = ("derivations", "derivations/modes", "jax", "jax/executables")
 
-_state: dict[str, Any] = {"root": None}
+
+class CacheWarning(UserWarning):
+    """The disk cache is not used (or no longer written): the folder or the key cannot be used.
+    Never an error, not even under ``--strict``: the cache only saves time."""
+
+
+#: the folder in use, the key of its entries, and whether this process has warned already
+_state: dict[str, Any] = {"root": None, "key": None, "warned": False}
 #: derivations of this process by key, and which products each had when last read or written
 _memory: dict[str, Any] = {}
 _stored: dict[str, tuple] = {}
@@ -69,14 +96,202 @@ def default_root() -> Path:
     return base / "gdln"
 
 
-def enable(root: Path | None = None) -> Path:
-    """Keep derivations on disk under ``root`` (default :func:`default_root`) from now on."""
-    _state["root"] = Path(root) if root is not None else default_root()
-    return _state["root"]
+def key_folder() -> Path:
+    """``$GDLN_CONFIG_DIR``, else the user's config folder followed by ``gdln``: where the key of
+    the cache's entries lives, outside the cache folder so that whoever can write the cache
+    cannot also read the key."""
+    if os.environ.get(CONFIG_ENV):
+        return Path(os.environ[CONFIG_ENV])
+    if sys.platform == "win32":
+        base = Path(os.environ.get("APPDATA", Path.home() / "AppData" / "Roaming"))
+    else:
+        base = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
+    return base / "gdln"
+
+
+def folder_problem(folder: Path) -> str | None:
+    """Why ``folder`` may not hold gdln's caches or key, or ``None`` when it may: it must be a
+    folder owned by this user that neither group nor others can write to (ssh's rule for
+    ``~/.ssh``). Whoever can write there can plant entries: JAX runs the compiled programs it
+    reads unchecked, and this cache's entries are only as safe as its key. The one rule for
+    both caches and the key's folder. A symbolic link is followed: it is the folder that counts."""
+    try:
+        info = os.stat(folder)
+    except OSError as error:
+        return _reason(error)
+    if not stat.S_ISDIR(info.st_mode):
+        return "not a folder"
+    if hasattr(os, "geteuid"):  # POSIX; Windows has neither owners by number nor these mode bits
+        if info.st_uid != os.geteuid():
+            return f"owned by another user (uid {info.st_uid})"
+        if info.st_mode & 0o022:
+            return f"writable by group or others (mode {stat.S_IMODE(info.st_mode):o}; chmod go-w it)"
+    return None
+
+
+def _reason(error: BaseException) -> str:
+    """An OS error in a few words: ``Not a directory``, ``File name too long``, ..."""
+    return getattr(error, "strerror", None) or str(error) or type(error).__name__
+
+
+def make_folder(folder: Path) -> str | None:
+    """Create ``folder`` (owner-only) if it is missing; then why it may not be used, or ``None``."""
+    try:
+        _make_folders(folder)
+    except FileExistsError as error:  # a file, or a link to one, in the way
+        return (
+            "not a folder" if Path(error.filename) == folder else f"cannot create it: {error.filename} is not a folder"
+        )
+    except OSError as error:
+        return f"cannot create it: {_reason(error)}"
+    return folder_problem(folder)
+
+
+def _make_folders(folder: Path) -> None:
+    """``folder`` and its missing parents, each made owner-only (``Path.mkdir(parents=True)``
+    gives the parents the default mode, which a umask of 002 leaves group-writable)."""
+    missing = []
+    while not folder.is_dir() and folder.parent != folder:
+        missing.append(folder)
+        folder = folder.parent
+    for each in reversed(missing):
+        each.mkdir(mode=0o700, exist_ok=True)
+
+
+def problem(root: Path) -> tuple[str, str] | None:
+    """Why the disk cache cannot be used under ``root``, as what is at fault (``cache folder
+    ...``, ``key ...``) and the reason, or ``None`` (see :func:`_check`)."""
+    return _check(root)[0]
+
+
+def _check(root: Path) -> tuple[tuple[str, str] | None, bytes | None]:
+    """Why the disk cache cannot be used under ``root`` (what is at fault and the reason) and
+    the key of its entries: the folder is created if missing (owner-only; its parts when first
+    written), it and the parts that exist must pass :func:`folder_problem`, a file must be
+    writable in it, and the key must be readable (made on first use). Checked once per process,
+    so that a folder that cannot be used costs one warning, not one failure per entry."""
+    found = make_folder(root)
+    if found is not None:
+        return (f"cache folder {root}", found), None
+    for folder in (root / part for part in PARTS):
+        found = folder_problem(folder) if os.path.lexists(folder) else None
+        if found is not None:
+            return (f"cache folder {folder}", found), None
+    probe = root / f".probe-{os.getpid()}-{threading.get_ident()}"
+    try:
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as error:
+        return (f"cache folder {root}", f"cannot write in it: {_reason(error)}"), None
+    try:
+        return None, _read_key(key_folder())
+    except _KeyProblem as error:
+        return (error.what, error.reason), None
+    except (RuntimeError, KeyError) as error:  # no home folder to find the config folder in
+        return ("key folder", _reason(error)), None
+
+
+class _KeyProblem(Exception):
+    """Why the key (``what``: its folder, or its file) cannot be used."""
+
+    def __init__(self, what: str, reason: str):
+        super().__init__(f"{what}: {reason}")
+        self.what, self.reason = what, reason
+
+
+def _read_key(folder: Path) -> bytes:
+    """The key in ``folder``, made on first use (a file only its owner can read, in a folder only
+    its owner can write); :class:`_KeyProblem` when it cannot be made or trusted."""
+    found = make_folder(folder)
+    if found is not None:
+        raise _KeyProblem(f"key folder {folder}", found)
+    path = folder / KEY_FILE
+    try:
+        try:
+            return _key_in(path)
+        except FileNotFoundError:
+            _make_key(path)
+            return _key_in(path)
+    except OSError as error:
+        raise _KeyProblem(f"key {path}", _reason(error)) from None
+
+
+def _key_in(path: Path) -> bytes:
+    with open(path, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        data = handle.read(KEY_BYTES + 1)
+    if not stat.S_ISREG(info.st_mode):
+        raise _KeyProblem(f"key {path}", "not a file")
+    if hasattr(os, "geteuid"):  # as ssh treats a private key: only its owner may read it
+        if info.st_uid != os.geteuid():
+            raise _KeyProblem(f"key {path}", f"owned by another user (uid {info.st_uid})")
+        if info.st_mode & 0o077:
+            raise _KeyProblem(
+                f"key {path}", f"readable or writable by others (mode {stat.S_IMODE(info.st_mode):o}; chmod 600 it)"
+            )
+    if len(data) != KEY_BYTES:
+        raise _KeyProblem(
+            f"key {path}", f"not a gdln key ({len(data)} bytes, not {KEY_BYTES}; delete it to make a new one)"
+        )
+    return data
+
+
+def _make_key(path: Path) -> None:
+    """Write a new random key at ``path`` whole, owner-only; when another process made one
+    meanwhile, theirs stays (a hard link never replaces a file), so both use the same key."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
+    handle = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(handle, "wb") as file:
+            file.write(secrets.token_bytes(KEY_BYTES))
+            file.flush()
+            os.fsync(file.fileno())
+        try:
+            os.link(temporary, path)
+        except FileExistsError:
+            pass
+        except OSError:  # a file system without hard links
+            if not path.exists():
+                os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
+def enable(root: Path | None = None) -> Path | None:
+    """Keep derivations on disk under ``root`` (default :func:`default_root`) from now on; the
+    folder, or ``None`` (and one :class:`CacheWarning`) when it or the key cannot be used
+    (:func:`problem`): then everything is computed as with ``--no-cache``."""
+    disable()
+    _state["warned"] = False  # a new command: its first trouble is worth a line
+    try:
+        root = Path(root) if root is not None else default_root()
+    except (RuntimeError, KeyError, OSError) as error:  # no home folder to put it in
+        _give_up("cache folder", _reason(error))
+        return None
+    found, key = _check(root)
+    if found is not None:
+        _give_up(*found)
+        return None
+    _state["root"], _state["key"] = root, key
+    return root
 
 
 def disable() -> None:
     _state["root"] = None
+    _state["key"] = None
+
+
+def _give_up(folder, reason: str) -> None:
+    """Turn the disk cache off for the rest of the process, warning once per process."""
+    disable()
+    warn(folder, reason)
+
+
+def warn(folder, reason: str) -> None:
+    """One :class:`CacheWarning` per process (per :func:`enable`): the first trouble found."""
+    if not _state["warned"]:
+        _state["warned"] = True
+        warnings.warn(CacheWarning(f"running without the cache: {folder}: {reason}"), stacklevel=3)
 
 
 def cache_root() -> Path | None:
@@ -133,15 +348,18 @@ def derivation(key: str, build: Callable[[], Any]) -> Any:
         return _memory[key]
     folder = _folder(key)
     found = None
-    if folder is not None and (folder / "derivation.pickle").is_file():
-        try:
-            data = _unsealed((folder / "derivation.pickle").read_bytes())
-            found = _loads(data, folder.parent / "modes")  # gdln's own entry, as written
-            if key_of(found) != key:
-                raise ValueError(f"the entry under {key} is another derivation's")
-            _stored[key] = computed_products(found)
-        except Exception:  # a truncated, garbled or foreign entry is rebuilt, never trusted
-            found = None
+    if folder is not None:
+        path = folder / "derivation.pickle"
+        data = read_sealed(path, f"derivation/{key}")  # authenticated before anything is unpickled
+        if data is not None:
+            try:
+                found = _loads(data, folder.parent / "modes")  # gdln's own entry, as written
+                if key_of(found) != key:
+                    raise ValueError(f"the entry under {key} is another derivation's")
+                _stored[key] = computed_products(found)
+            except Exception:  # a mode that is garbled, a stale class: rebuilt, never trusted
+                found = None
+                discard(path)
     if found is None:
         _stored.pop(key, None)  # whatever is on disk is not this: the next flush writes it
         found = build()
@@ -153,25 +371,28 @@ def derivation(key: str, build: Callable[[], Any]) -> Any:
 
 def arrays(key: str | None, name: str, compute: Callable[[], Mapping[str, np.ndarray]]) -> dict[str, np.ndarray]:
     """Numbers evaluated from the derivation with ``key``: kept in memory, and on disk as
-    ``name.npz`` next to it when the disk cache is on."""
+    ``name.npz`` next to it when the disk cache is on (authenticated like every entry)."""
     if key is None:
         return {k: np.asarray(v) for k, v in compute().items()}
     if (key, name) in _arrays:
         return _arrays[(key, name)]
     folder = _folder(key)
     path = None if folder is None else folder / f"{name}.npz"
+    label = f"{key}/{name}"
     result = None
-    if path is not None and path.is_file():
+    data = None if path is None else read_sealed(path, label)
+    if data is not None:
         try:
-            with np.load(path, allow_pickle=False) as stored:
+            with np.load(io.BytesIO(data), allow_pickle=False) as stored:
                 result = {k: stored[k] for k in stored.files}
-        except Exception:
+        except Exception:  # authentic but unreadable (numpy changed): computed again
             result = None
     if result is None:
         result = {k: np.asarray(v) for k, v in compute().items()}
         if path is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            _atomic_write(path, lambda handle: np.savez(handle, **result))
+            buffer = io.BytesIO()
+            np.savez(buffer, **result)
+            write_sealed(path, label, buffer.getvalue())
     _arrays[(key, name)] = result
     return result
 
@@ -180,9 +401,9 @@ def document(key: str | None, name: str, depends: str, compute: Callable[[], Any
     """A JSON-ready product of the derivation with ``key`` that also depends on ``depends`` (text
     naming whatever else went into it: values, other derivations, the code that builds it):
     kept in memory, and on disk as ``name-<digest of depends>.json`` next to the derivation
-    when the disk cache is on. The file holds ``depends`` and a digest of its content; a file
-    that cannot be read, was written for other ``depends``, or whose content does not match its
-    digest is computed again and rewritten, never trusted."""
+    when the disk cache is on. The file holds ``depends`` and a keyed digest of its content; a
+    file that cannot be read, was written for other ``depends``, or whose content does not
+    match its digest is computed again and rewritten, never trusted."""
     if key is None:
         return compute()
     tag = hashlib.sha256(depends.encode()).hexdigest()[:16]
@@ -190,15 +411,15 @@ def document(key: str | None, name: str, depends: str, compute: Callable[[], Any
         return _documents[(key, name, tag)]
     folder = _folder(key)
     path = None if folder is None else folder / f"{name}-{tag}.json"
-    found = _read_document(path, depends) if path is not None and path.is_file() else None
+    label = f"{key}/{name}/{depends}"
+    found = _read_document(path, label, depends) if path is not None else None
     if found is None:
         content = compute()
         text = _canonical(content)
         found = json.loads(text)  # as it will be read back: lists for tuples, string keys
-        if path is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            entry = {"depends": depends, "digest": hashlib.sha256(text.encode()).hexdigest(), "content": found}
-            write_bytes_atomically(path, json.dumps(entry).encode())
+        if path is not None and cache_root() is not None:
+            entry = {"depends": depends, "digest": _mac(label, text.encode()).hex(), "content": found}
+            _atomic_write(path, partial(_write_bytes, json.dumps(entry).encode()))
     _documents[(key, name, tag)] = found
     return found
 
@@ -207,24 +428,28 @@ def _canonical(content: Any) -> str:
     return json.dumps(content, sort_keys=True, allow_nan=True)
 
 
-def _read_document(path: Path, depends: str) -> Any:
-    """The content of a document file, or ``None`` when it is unreadable, for other ``depends``,
-    or altered since it was written."""
-    try:
-        entry = json.loads(path.read_text())
-        if not isinstance(entry, dict) or entry.get("depends") != depends or "content" not in entry:
-            return None
-        content = entry["content"]
-        if hashlib.sha256(_canonical(content).encode()).hexdigest() != entry.get("digest"):
-            return None
-        return content
-    except (OSError, ValueError, TypeError):  # unreadable, not UTF-8, not JSON
+def _read_document(path: Path, label: str, depends: str) -> Any:
+    """The content of a document file, or ``None`` when it is missing, unreadable, for other
+    ``depends``, or not what gdln wrote (deleted then)."""
+    data = _read(path)
+    if data is None or cache_root() is None:
         return None
+    try:
+        entry = json.loads(data)
+        if isinstance(entry, dict) and entry.get("depends") == depends and "content" in entry:
+            content = entry["content"]
+            if hmac.compare_digest(_mac(label, _canonical(content).encode()).hex(), str(entry.get("digest"))):
+                return content
+    except (ValueError, TypeError):  # not UTF-8, not JSON
+        pass
+    discard(path)
+    return None
 
 
 def flush() -> int:
     """Write every derivation of this process whose computed products grew since it was read;
-    returns how many were written. Does nothing while the disk cache is off."""
+    returns how many were written. Does nothing while the disk cache is off, and stops when a
+    write fails (the cache is then off, with one warning)."""
     written = 0
     keys, root = sorted(_touched), cache_root()
     _touched.clear()
@@ -239,25 +464,76 @@ def flush() -> int:
             data = _dumps(_memory[key], root / "derivations" / "modes")
         except Exception:  # a product that cannot be pickled: this entry stays in memory only
             continue
-        folder.mkdir(parents=True, exist_ok=True)
-        write_bytes_atomically(folder / "derivation.pickle", _sealed(data))
+        if cache_root() is None:  # writing a mode failed: the cache is off
+            break
+        if not write_sealed(folder / "derivation.pickle", f"derivation/{key}", data):
+            break
         _stored[key] = products
         written += 1
     return written
 
 
-def _sealed(data: bytes) -> bytes:
-    """``data`` behind its SHA-256 digest, which :func:`_unsealed` checks."""
-    return hashlib.sha256(data).digest() + data
+def _mac(label: str, data: bytes) -> bytes:
+    """The keyed digest of ``data`` stored as ``label`` (a derivation's key, an executable's
+    digest): only this user's key makes it, and an entry moved under another name fails it."""
+    key = _state["key"]
+    if key is None:
+        raise RuntimeError("the disk cache is off: no key to authenticate its entries")
+    return hmac.new(key, label.encode() + b"\0" + data, hashlib.sha256).digest()
 
 
-def _unsealed(sealed: bytes) -> bytes:
-    """The data of a :func:`_sealed` entry; ``ValueError`` when it does not match its digest (a
-    truncated or garbled file)."""
-    digest, data = sealed[:32], sealed[32:]
-    if len(digest) < 32 or hashlib.sha256(data).digest() != digest:
-        raise ValueError("a cache entry that does not match its digest")
+def sealed(label: str, data: bytes) -> bytes:
+    """``data`` behind its keyed digest (:func:`_mac`), which :func:`unsealed` checks."""
+    return _mac(label, data) + data
+
+
+def unsealed(label: str, entry: bytes) -> bytes:
+    """The data of a :func:`sealed` entry; ``ValueError`` when it was not written under ``label``
+    with this user's key (garbled, cut short, planted, or moved)."""
+    digest, data = entry[:32], entry[32:]
+    if len(digest) < 32 or not hmac.compare_digest(_mac(label, data), digest):
+        raise ValueError("a cache entry that gdln did not write")
     return data
+
+
+def read_sealed(path: Path, label: str) -> bytes | None:
+    """The authenticated data of the entry at ``path``, or ``None`` when there is none or it
+    fails :func:`unsealed`: such a file is deleted, so that one run repairs it. The data is
+    checked before anything reads it: a planted pickle is never unpickled."""
+    entry = _read(path)
+    if entry is None or cache_root() is None:
+        return None
+    try:
+        return unsealed(label, entry)
+    except ValueError:
+        discard(path)
+        return None
+
+
+def write_sealed(path: Path, label: str, data: bytes) -> bool:
+    """Write ``data`` to ``path`` behind its keyed digest, whole or not at all; ``False`` when it
+    could not be written (the cache is then off, with one warning)."""
+    if cache_root() is None:
+        return False
+    return _atomic_write(path, partial(_write_bytes, sealed(label, data)))
+
+
+def _read(path: Path) -> bytes | None:
+    """The bytes at ``path``, or ``None`` when they cannot be read (missing, a folder, no
+    permission, a name too long): an entry that cannot be read is computed again."""
+    try:
+        return path.read_bytes()
+    except OSError:
+        return None
+
+
+def discard(path: Path) -> None:
+    """Delete an entry that is not what gdln wrote; one that cannot be deleted is overwritten by
+    the next write, or left."""
+    try:
+        path.unlink(missing_ok=True)
+    except OSError:
+        pass
 
 
 class _Pickler(pickle.Pickler):
@@ -291,9 +567,11 @@ class _Pickler(pickle.Pickler):
             data = _dumps(obj)
             name = hashlib.sha256(data).hexdigest()[:32]
             path = self.modes / f"{name}.pickle"
-            if not path.is_file():
-                self.modes.mkdir(parents=True, exist_ok=True)
-                write_bytes_atomically(path, data)
+            # a file of that name is checked, not trusted: one garbled or planted there is written
+            # over, so that a rebuilt derivation never refers to a bad mode (before, such a file
+            # stayed, and each run repaired only the mode its read had failed on)
+            if read_sealed(path, _mode_label(name)) is None:
+                write_sealed(path, _mode_label(name), data)
             _remember_mode(self.modes, name, obj)
         return ("mode", name)
 
@@ -327,23 +605,36 @@ def _complex_root(expr: sympy.Expr, domain, index: int) -> ComplexRootOf:
 
 class _Unpickler(pickle.Unpickler):
     """Reads what :class:`_Pickler` wrote: a mode it refers to comes from this process's modes,
-    else from its file in ``modes``."""
+    else from its file in ``modes``.
+
+    A mode file that is missing or not gdln's (deleted by :func:`read_sealed`) fails the read,
+    but only at its end: the rest of the (authenticated) derivation is read on with ``None`` in
+    place of its modes, so that every bad mode it refers to is found and deleted now. Stopping at
+    the first left the others on disk, where the rebuilt derivation could refer to them again
+    (a run repaired one or two of Section 4's garbled modes, not all it read)."""
 
     def __init__(self, file, modes: Path):
         super().__init__(file)
         self.modes = modes
+        self.missing: list[str] = []
+
+    def load(self):
+        found = super().load()
+        if self.missing:
+            raise pickle.UnpicklingError(f"modes {', '.join(self.missing)} are missing or not gdln's")
+        return found
 
     def persistent_load(self, pid):
         kind, name = pid
         if kind != "mode" or not all(c in "0123456789abcdef" for c in name):
             raise pickle.UnpicklingError(f"unknown reference {pid!r}")
         if name not in _modes:
-            path = self.modes / f"{name}.pickle"
-            data = path.read_bytes()
-            if hashlib.sha256(data).hexdigest()[:32] != name:  # named by its digest: garbled
-                path.unlink(missing_ok=True)  # the next flush writes it again
-                raise pickle.UnpicklingError(f"mode {name} does not match its digest")
-            _modes[name] = pickle.loads(data)  # gdln's own entry
+            data = read_sealed(self.modes / f"{name}.pickle", _mode_label(name))
+            if data is None:  # missing, or not gdln's (deleted): the next flush writes it again
+                self.missing.append(name)
+            if data is None or self.missing:  # the read fails: only check the modes it names
+                return None
+            _modes[name] = pickle.loads(data)  # authenticated: gdln's own entry
         _remember_mode(self.modes, name, _modes[name])
         return _modes[name]
 
@@ -354,6 +645,11 @@ _modes: dict[str, Any] = {}
 #: valid), so that the networks sharing a pathway (hundreds in the exhaustive search) do not
 #: pickle its modes again for every entry
 _mode_names: dict[tuple[Path, int], tuple[str, Any]] = {}
+
+
+def _mode_label(name: str) -> str:
+    """What a mode's file is authenticated as: its name, the digest of its pickle."""
+    return f"mode/{name}"
 
 
 def _remember_mode(folder: Path, name: str, mode: Any) -> None:
@@ -383,37 +679,46 @@ def computed_products(found, depth: int = 3) -> tuple:
     return tuple((name, computed_products(value, depth - 1)) for name, value in sorted(found.__dict__.items()))
 
 
-def write_bytes_atomically(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` so that a reader never sees half of it (gdln's cache entries,
-    here and in :mod:`numeric.integrate`)."""
-    _atomic_write(path, partial(_write_bytes, data))
-
-
 def _write_bytes(data: bytes, handle) -> None:
     handle.write(data)
 
 
-def _atomic_write(path: Path, write: Callable[[Any], Any]) -> None:
-    """Write to a temporary name and rename, so a reader never sees half an entry. The cache is
-    an optimisation: an entry that cannot be written (a full disk, a file-size limit, a folder
-    without write permission) is left out, with nothing half-written left behind."""
-    temporary = path.with_name(f".{path.name}.{os.getpid()}")
+def _atomic_write(path: Path, write: Callable[[Any], Any]) -> bool:
+    """Write to a temporary name (this process's and thread's) and rename, so a reader never
+    sees half an entry; ``True`` when written. The cache is an optimisation: when an entry cannot
+    be written (a full disk, a file-size limit, a folder removed or made read-only meanwhile)
+    nothing half-written is left behind, and the disk cache is turned off with one warning
+    rather than failing again for every entry."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
     try:
+        _make_folders(path.parent)
         with open(temporary, "wb") as handle:
             write(handle)
         os.replace(temporary, path)
-    except OSError:
-        temporary.unlink(missing_ok=True)
+        return True
+    except OSError as error:
+        discard(temporary)
+        _give_up(f"cache folder {cache_root() or path.parent}", f"cannot write {path.name}: {_reason(error)}")
+        return False
 
 
 def usage(root: Path | None = None) -> dict[str, Any]:
-    """Path, number of files and bytes of each part of the cache folder."""
+    """Path, number of files and bytes of each part of the cache folder, and whether a command
+    can use it (``problem``: why not, naming the folder or key at fault, else ``None``)."""
     root = Path(root) if root is not None else (cache_root() or default_root())
+    found = problem(root)
     parts = {}
     for part in ("derivations", "jax"):
-        files = [f for f in (root / part).rglob("*") if f.is_file()] if (root / part).is_dir() else []
-        parts[part] = {"files": len(files), "bytes": sum(f.stat().st_size for f in files)}
-    return {"path": str(root), **parts}
+        files, size = 0, 0
+        try:
+            for f in (root / part).rglob("*") if (root / part).is_dir() else ():
+                if f.is_file():
+                    files, size = files + 1, size + f.stat().st_size
+        except OSError:  # unreadable, or changed while counted: what was counted
+            pass
+        parts[part] = {"files": files, "bytes": size}
+    reason = None if found is None else f"{found[0]}: {found[1]}"
+    return {"path": str(root), "usable": found is None, "problem": reason, **parts}
 
 
 def clear(root: Path | None = None) -> None:

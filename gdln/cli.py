@@ -43,32 +43,34 @@ NO_CACHE_HELP = "derive and compile from scratch, reading and writing no cache o
 
 
 def _use_caches(args) -> None:
-    """Derivations and compiled code on disk, unless ``--no-cache`` (``gdln cache`` only looks)."""
+    """Derivations and compiled code on disk, unless ``--no-cache`` (``gdln cache`` only looks).
+    A cache folder or key that cannot be used leaves both off, with one warning."""
     if args.no_cache or args.command == "cache":
         cache.disable()
         use_compilation_cache(None)
         return
     root = cache.enable()
-    use_compilation_cache(root / "jax")
+    use_compilation_cache(None if root is None else root / "jax")
 
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     use_x64()  # gdln computes in 64-bit; importing its packages does not switch it on
-    _use_caches(args)
-    for flag, limit in (("seeds", MAX_SEEDS), ("epochs", MAX_EPOCHS)):
-        value = getattr(args, flag, None)
-        if value is not None and value < 1:
-            print(f"gdln: error: --{flag} must be a positive integer, got {value}", file=sys.stderr)
-            return 2
-        if value is not None and value > limit:
-            print(f"gdln: error: --{flag}: {value} is above the limit of {limit}", file=sys.stderr)
-            return 2
     source = getattr(args, "spec", None) or "gdln"
     # warnings are printed after the output, one line each, and only when the command succeeds
-    # (an error is always exactly one line); --strict makes gdln's own warnings errors
+    # (an error is always exactly one line); --strict makes gdln's own warnings errors, never a
+    # cache's (it only saves time)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
+        _use_caches(args)
+        for flag, limit in (("seeds", MAX_SEEDS), ("epochs", MAX_EPOCHS)):
+            value = getattr(args, flag, None)
+            if value is not None and value < 1:
+                print(f"gdln: error: --{flag} must be a positive integer, got {value}", file=sys.stderr)
+                return 2
+            if value is not None and value > limit:
+                print(f"gdln: error: --{flag}: {value} is above the limit of {limit}", file=sys.stderr)
+                return 2
         if getattr(args, "strict", False):
             warnings.simplefilter("error", GdlnWarning)
         try:
@@ -93,7 +95,7 @@ def main(argv=None) -> int:
     shown = set()
     for warning in caught:
         text = _one_line(warning.message)
-        if issubclass(warning.category, GdlnWarning) and text not in shown:
+        if issubclass(warning.category, (GdlnWarning, cache.CacheWarning)) and text not in shown:
             shown.add(text)
             print(f"gdln: warning: {text}", file=sys.stderr)
     return 0

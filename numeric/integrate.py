@@ -99,10 +99,9 @@ def _compile_and_keep(run, inputs: tuple, path) -> Callable:
         use_compilation_cache(folder)
     try:
         data = pickle.dumps(serialize(compiled))
-        path.parent.mkdir(parents=True, exist_ok=True)
-        cache.write_bytes_atomically(path, data)
     except Exception:  # an executable that cannot be serialized stays in this process
-        pass
+        return compiled
+    cache.write_sealed(path, _label(path), data)  # behind gdln's keyed digest, like every entry
     return compiled
 
 
@@ -151,13 +150,21 @@ def run_solver(f, run, configuration: tuple, inputs: tuple):
     return outputs
 
 
+def _label(path) -> str:
+    """What an executable's file is authenticated as: its digest (:func:`_digest`), so that a
+    file moved under another digest is not run as that program."""
+    return f"executable/{path.stem}"
+
+
 def _read_executable(path) -> Callable | None:
-    """The executable written at ``path`` (gdln's own entry, see derive.cache), or ``None``."""
-    if not path.is_file():
+    """The executable written at ``path``, or ``None``: authenticated as gdln's own entry
+    (:func:`derive.cache.read_sealed`, which deletes one that is not) before it is unpickled."""
+    data = cache.read_sealed(path, _label(path))
+    if data is None:
         return None
     try:
-        return deserialize_and_load(*pickle.loads(path.read_bytes()))
-    except Exception:  # unreadable: compiled again
+        return deserialize_and_load(*pickle.loads(data))
+    except Exception:  # gdln's, but unreadable by this JAX: compiled again and written over
         return None
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import jax
 
@@ -38,9 +39,18 @@ MIN_CACHED_COMPILE_SECONDS = 0.0
 
 def use_compilation_cache(folder) -> None:
     """Keep XLA's compiled programs in ``folder`` across processes (JAX's persistent cache);
-    ``None`` stops it."""
+    ``None`` stops it. JAX runs the programs it reads from there unchecked, so a folder that
+    another user owns or could write to (:func:`gdln.derive.cache.folder_problem`, the rule the
+    derivation cache follows too) is not used: JAX's cache is then off, with one warning."""
     from jax.experimental.compilation_cache import compilation_cache
 
+    from gdln.derive import cache
+
+    if folder is not None:
+        found = cache.make_folder(Path(folder))
+        if found is not None:
+            cache.warn(f"cache folder {folder}", found)
+            folder = None
     compilation_cache.reset_cache()  # JAX keeps the folder it first used until told otherwise
     jax.config.update("jax_compilation_cache_dir", None if folder is None else str(folder))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", MIN_CACHED_COMPILE_SECONDS)

@@ -18,6 +18,9 @@ settings.load_profile("gdln")
 # the CLI under test (in process and in subprocesses) keeps its caches here, never in the user's
 TEST_CACHE = tempfile.mkdtemp(prefix="gdln-test-cache-")
 os.environ["GDLN_CACHE_DIR"] = TEST_CACHE
+# and the key of its entries, never the user's config folder
+TEST_CONFIG = tempfile.mkdtemp(prefix="gdln-test-config-")
+os.environ["GDLN_CONFIG_DIR"] = TEST_CONFIG
 
 
 def pytest_addoption(parser):
@@ -28,6 +31,7 @@ def pytest_addoption(parser):
 
 def pytest_sessionfinish(session, exitstatus):
     shutil.rmtree(TEST_CACHE, ignore_errors=True)
+    shutil.rmtree(TEST_CONFIG, ignore_errors=True)
 
 
 def pytest_collection_modifyitems(config, items):

@@ -70,7 +70,10 @@ def test_python_blocks_run(code):
 @pytest.mark.parametrize("code", list(_blocks("(?:bash|sh)")))
 def test_shell_blocks_run(code, tmp_path):
     """Shell blocks run in an empty folder, as after a plain install, with this environment's gdln."""
-    env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "GDLN_CACHE_DIR": os.environ["GDLN_CACHE_DIR"]}
+    env = {
+        "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin",
+        **{name: os.environ[name] for name in ("GDLN_CACHE_DIR", "GDLN_CONFIG_DIR")},
+    }
     subprocess.run(
         ["bash", "-euo", "pipefail", "-c", code],
         cwd=tmp_path,

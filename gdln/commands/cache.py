@@ -11,14 +11,16 @@ def cmd_cache(args):
     if args.clear:
         cache.clear()
     usage = cache.usage()
-    emit(
-        usage,
-        args.json,
-        lambda u: print(
-            f"{u['path']}: derivations {u['derivations']['files']} files, {u['derivations']['bytes'] / 1e6:.1f} MB; "
-            f"compiled code {u['jax']['files']} files, {u['jax']['bytes'] / 1e6:.1f} MB"
-        ),
+    emit(usage, args.json, _print)
+
+
+def _print(u) -> None:
+    print(
+        f"{u['path']}: derivations {u['derivations']['files']} files, {u['derivations']['bytes'] / 1e6:.1f} MB; "
+        f"compiled code {u['jax']['files']} files, {u['jax']['bytes'] / 1e6:.1f} MB"
     )
+    # a command would run without the cache, with a warning: say so, and why, here
+    print("usable" if u["usable"] else f"not usable (commands run without it): {u['problem']}")
 
 
 def add_parser(sub) -> None:

@@ -242,8 +242,9 @@ def _eigenspaces(block: sympy.Matrix, where: str) -> list[_Eigenspace]:
         return _parametric_pair(block)
     raise DerivationError(
         f"{where}: a {block.rows}x{block.rows} parametric block of the effective correlations has no "
-        "structure the derivation can use (not rank one, not parameter-free); fix the parameters "
-        "with --set to derive it numerically"
+        "structure the derivation can use (not rank one, not parameter-free); fix its parameters "
+        f"({', '.join(sorted(s.name for s in block.free_symbols))}) with --set NAME=VALUE to derive it "
+        "exactly at that value (Task.with_values from Python)"
     )
 
 

@@ -47,6 +47,24 @@ def exact_constants(exprs: Sequence[sympy.Expr], digits: int = CONSTANT_DIGITS) 
     return np.array([float(sympy.sympify(e).xreplace(numbers).evalf(digits // 2)) for e in exprs], dtype=np.float64)
 
 
+#: integers beyond which compiled code receives a float: JAX reads a Python int as int64, and an
+#: exact value fixed by ``--set`` (``0.8164965809277261`` is a ratio of 16-digit integers) gives
+#: closed forms with integers far beyond it (``sqrt(807407407407407408627935019073569)``)
+MAX_EXACT_INTEGER = 2**53
+
+
+def _in_float_range(expr: sympy.Expr) -> sympy.Expr:
+    """``expr`` with every rational whose numerator or denominator exceeds ``MAX_EXACT_INTEGER``
+    as a ``CONSTANT_DIGITS``-digit float: float64 arithmetic rounds it anyway, and an int that
+    overflows int64 is refused by JAX."""
+    big = {
+        q: sympy.Float(q, CONSTANT_DIGITS)
+        for q in expr.atoms(sympy.Rational)
+        if max(abs(q.p), q.q) > MAX_EXACT_INTEGER
+    }
+    return expr.xreplace(big) if big else expr
+
+
 def compile_expressions(exprs, args: Sequence[sympy.Symbol], name: str = "compiled", *, cache_key: str | None = None):
     """Lambdify ``exprs`` over ``args`` with the JAX printer once, and jit once.
 
@@ -87,7 +105,8 @@ def _compile(flat: list[sympy.Expr], args: Sequence[sympy.Symbol], single: bool,
     # Exact algebraic numbers with no radical form (CRootOf) have no JAX printer: numbers start here.
     roots = set().union(*(algebraic_roots(flat[k]) for k in varying))
     numbers = {r: r.evalf(30) for r in roots}
-    raw = sympy.lambdify(list(args), [flat[k].xreplace(numbers) for k in varying], modules="jax", cse=True)
+    exprs = [_in_float_range(flat[k].xreplace(numbers)) for k in varying]
+    raw = sympy.lambdify(list(args), exprs, modules="jax", cse=True)
 
     def evaluate(*values):
         results = [jnp.asarray(r, dtype=jnp.float64) for r in raw(*values)] if varying else []

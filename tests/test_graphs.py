@@ -255,8 +255,8 @@ def test_derive_of_a_shared_graph_with_parameters_and_of_a_module_network_beside
     spec.write_text(to_toml(document))
     assert main(["derive", str(spec), "--network", "shared", "--json", "--set", "Delta=3"]) == 0
     report = json.loads(capsys.readouterr().out)
-    assert report["parameters"] == {"Delta": 3.0}
-    # each path sees Sigma_yx = (1 + Delta) / 2, valued at Delta = 3 (--set), not 2 (the spec)
+    assert report["parameters"] == {} and report["fixed"] == {"Delta": "3"}
+    # each path sees Sigma_yx = (1 + Delta) / 2, at Delta = 3 (fixed by --set), not 2 (the spec)
     assert [path["values"] for path in report["singular_values"]] == [[pytest.approx(2.0)]] * 2
     assert main(["derive", str(spec), "--network", "m", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["crossovers"] == []

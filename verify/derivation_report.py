@@ -13,6 +13,7 @@ import sympy
 from gdln.derive import cache
 from gdln.derive.algebraic import as_text
 from gdln.derive.crossover import Crossover
+from gdln.derive.errors import DerivationError
 from gdln.derive.derivation import TIME, NetworkDerivation
 from gdln.derive.spec import Task
 from gdln.numeric.prediction import (
@@ -169,14 +170,28 @@ def coupling_number_entries(derivation: NetworkDerivation, values: Mapping, summ
 
 
 def network_crossovers(models: TaskPredictions, name: str, values: Mapping) -> list[Crossover]:
-    """Crossovers of network ``name`` with each other network of the task, in every parameter;
-    a graph whose paths share edges has no module race (it races by Eq. 6) and no crossover."""
-    return [
-        c
-        for other in models.task.networks
-        if other.name != name and not other.shared
-        for c in models.crossovers(name, other.name, values)
-    ]
+    """Crossovers of network ``name`` with each other network of the task that derives, in every
+    parameter (:func:`crossovers_with_others`)."""
+    return crossovers_with_others(models, name, values)[0]
+
+
+def crossovers_with_others(
+    models: TaskPredictions, name: str, values: Mapping
+) -> tuple[list[Crossover], list[dict[str, str]]]:
+    """Crossovers of network ``name`` with each other network of the task, in every parameter, and
+    the networks that could not be derived, each ``{"network", "reason"}``: one network's trouble
+    never stops the derivation of another. A graph whose paths share edges has no module race (it
+    races by Eq. 6) and no crossover."""
+    found: list[Crossover] = []
+    not_derived = []
+    for other in models.task.networks:
+        if other.name == name or other.shared:
+            continue
+        try:
+            found += models.crossovers(name, other.name, values)
+        except DerivationError as error:
+            not_derived.append({"network": other.name, "reason": str(error)})
+    return found, not_derived
 
 
 def crossover_entries(found: list[Crossover], values: Mapping) -> list[dict]:
@@ -248,7 +263,8 @@ def derive_report(
                 }
         pathways.append(entry)
         position += count
-    found = crossover_entries(network_crossovers(models, derivation.network.name, values), values)
+    crossing, not_derived = crossovers_with_others(models, derivation.network.name, values)
+    found = crossover_entries(crossing, values)
     named = coupling_number_entries(derivation, values, summary)
     loss = {"closed_form": derivation.loss is not None, "initial": value_entry(derivation.initial_loss, values)}
     if not summary:
@@ -266,6 +282,8 @@ def derive_report(
         "loss": loss,
         "speed": value_entry(derivation.speed, values),
         "crossovers": found,
+        # only where another network could not be derived: no crossover with it is reported
+        **({"crossovers_not_derived": not_derived} if not_derived else {}),
     }
 
 

@@ -22,7 +22,15 @@ import sympy
 
 from ..errors import SpecError
 from .data_files import read_data_file
-from .expressions import ALLOWED_CONSTANTS, ALLOWED_FUNCTIONS, EvaluationError, evaluate, exact_number, parse_value
+from .expressions import (
+    ALLOWED_CONSTANTS,
+    ALLOWED_FUNCTIONS,
+    EvaluationError,
+    evaluate,
+    exact_number,
+    parse_expression,
+    parse_value,
+)
 from .graph import Graph, check_gate_values, index_list, read_graph
 from .limits import (
     DATA_MAGNITUDE,
@@ -133,7 +141,8 @@ class Task:
     source: str = "<python>"
     contexts: tuple[int, ...] | None = None
     labels: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
-    extra: Mapping[str, Any] = field(default_factory=dict)
+    #: parameters fixed to exact values before deriving (:meth:`with_values`), by name
+    fixed: Mapping[str, sympy.Expr] = field(default_factory=dict)
 
     @property
     def num_datapoints(self) -> int:
@@ -173,6 +182,40 @@ class Task:
             check_data(self.inputs, self.targets, values, self.source, parametric_only=True)
         return values
 
+    def with_values(self, values: Mapping[str, Any], source: str | None = None) -> Task:
+        """The task with some parameters fixed to exact values before anything is derived.
+
+        Parameters:
+            values: by parameter name, an exact value: a SymPy number (``Rational(3, 2)``,
+                ``sqrt(2)``), an int or a ``Fraction``, a float (read through its decimal text, so
+                ``1.5`` is ``3/2``) or an expression string (``"3/2"``, ``"sqrt(2)"``).
+            source: what to name in errors (default: the spec's file).
+
+        Returns:
+            A task without those parameters: its data hold the values exactly, so every
+            derivation of it is the parameter-free one. ``fixed`` lists what was fixed.
+        """
+        source = source or self.source
+        bindings: dict[sympy.Symbol, sympy.Expr] = {}
+        for name, value in values.items():
+            try:
+                symbol = self.parameter(name)
+            except SpecError as error:
+                raise SpecError(source, name, error.problem) from None
+            exact = _exact_value(value, source, name)
+            try:
+                number = evaluate(exact)
+            except EvaluationError as error:
+                raise SpecError(source, name, f"value {value!r} has no finite value: {error}") from None
+            if number.imag != 0 or not math.isfinite(number.real) or number.real <= 0:
+                raise SpecError(source, name, f"value {value!r} is not a positive finite real number")
+            bindings[symbol] = exact
+        inputs, targets = self.inputs.xreplace(bindings), self.targets.xreplace(bindings)
+        parameters = {s: v for s, v in self.parameters.items() if s not in bindings}
+        check_data(inputs, targets, parameters, source)
+        fixed = {**self.fixed, **{s.name: v for s, v in bindings.items()}}
+        return replace(self, parameters=parameters, inputs=inputs, targets=targets, fixed=fixed)
+
     def with_training(self, **changes) -> Task:
         """The same task with some training settings replaced (e.g. from CLI flags or a sweep axis);
         ``None`` keeps a setting. The one way to change width, seeds or training: pathways whose
@@ -184,6 +227,15 @@ class Task:
         if training.hidden_units != self.training.hidden_units:
             networks = tuple(_split_units(network, training.hidden_units) for network in networks)
         return replace(self, training=training, networks=networks)
+
+
+def _exact_value(value, source: str, name: str) -> sympy.Expr:
+    """A parameter value as an exact SymPy number (see :meth:`Task.with_values`)."""
+    if isinstance(value, sympy.Expr):
+        return value
+    if isinstance(value, str):
+        return parse_expression(value, {}, source, name)
+    return exact_number(value, source, name)
 
 
 def _shared_units(hidden_units: int, pathways: int) -> int:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from gdln.verify.files import check_writable
 
-from .arguments import load, parameter_overrides, with_spec
+from .arguments import load, with_spec
 from .output import append_network, emit
 
 
@@ -22,9 +22,9 @@ def cmd_align(args):
     task = load(args)
     if args.write_spec:
         check_writable(args.write_spec, "--write-spec")
-    report, network_toml = align_report(task, parameter_overrides(args), args.seeds)
+    report, network_toml = align_report(task, seeds=args.seeds)
     append_network(args, network_toml, report)
-    emit(report, args.json, _render_align)
+    emit(report, args.json, _render_align, fixed=task.fixed)
 
 
 def add_parser(sub) -> None:

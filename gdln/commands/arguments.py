@@ -4,11 +4,9 @@
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 
 from gdln.derive.errors import SpecError
-from gdln.derive.spec import EvaluationError, evaluate, parse_expression
 
 
 class Parser(argparse.ArgumentParser):
@@ -17,27 +15,22 @@ class Parser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
-def assignment(text: str) -> tuple[str, float]:
+def assignment(text: str) -> tuple[str, str]:
+    """``NAME=VALUE`` from ``--set``, split; the value is read exactly by :meth:`Task.with_values`."""
     name, sep, value = text.partition("=")
     if not sep or not name.strip():
         raise SpecError("--set", text, "expected NAME=VALUE")
-    try:
-        number = evaluate(parse_expression(value, {}, "--set", name.strip()))
-    except EvaluationError as error:
-        raise SpecError("--set", name.strip(), f"value {value!r} has no finite value: {error}") from None
-    if number.imag != 0 or not math.isfinite(number.real) or number.real <= 0:
-        raise SpecError("--set", name.strip(), f"value {value!r} is not a positive finite real number")
-    return name.strip(), number.real
-
-
-def parameter_overrides(args) -> dict[str, float]:
-    return dict(assignment(text) for text in (args.set or []))
+    return name.strip(), value
 
 
 def load(args):
+    """The spec of ``args.spec`` with the ``--set`` values fixed exactly before anything is derived
+    (``--set g=1.5`` derives the task with ``g = 3/2`` written in its data)."""
     from gdln.derive.spec import load_spec
 
-    return load_spec(args.spec)
+    task = load_spec(args.spec)
+    fixed = dict(assignment(text) for text in (getattr(args, "set", None) or []))
+    return task.with_values(fixed, source="--set") if fixed else task
 
 
 def with_spec(sub, name: str, help_text: str, *, markdown: bool = False):
@@ -45,7 +38,12 @@ def with_spec(sub, name: str, help_text: str, *, markdown: bool = False):
     its report has a table form, ``--markdown``)."""
     p = sub.add_parser(name, help=help_text)
     p.add_argument("spec", help="task spec (TOML)")
-    p.add_argument("--set", action="append", metavar="NAME=VALUE", help="override a parameter value")
+    p.add_argument(
+        "--set",
+        action="append",
+        metavar="NAME=VALUE",
+        help="fix a parameter to an exact value before deriving (1.5 is 3/2; sqrt(2) stays exact)",
+    )
     output = p.add_mutually_exclusive_group()
     output.add_argument("--json", action="store_true", help="print JSON")
     if markdown:

@@ -6,7 +6,7 @@ import sys
 
 from gdln.derive.words import plural
 
-from .arguments import load, parameter_overrides, with_spec
+from .arguments import load, with_spec
 from .output import ALGEBRAIC_NOTE, emit, has_algebraic, indented, value_text, write_output, yes_no
 
 
@@ -107,6 +107,8 @@ def _render_derive(report):
     for c in report.get("crossovers", []):
         first, second = c["networks"]
         print(f"crossover with {second if first == report['network'] else first}: {c['parameter']}* = {value_text(c)}")
+    for other in report.get("crossovers_not_derived", []):
+        print(f"no crossover with {other['network']}: it cannot be derived ({other['reason']})")
     if has_algebraic(report):
         print(ALGEBRAIC_NOTE)
 
@@ -133,14 +135,13 @@ def cmd_derive(args):
         _derive_shared(task, args)
         return
     models = TaskPredictions(task)
-    overrides = parameter_overrides(args)
     if args.json or args.full:
         equations = None if args.json else equation_style(args)
-        report = derive_report(task, args.network, overrides, models, equations=equations)
+        report = derive_report(task, args.network, models=models, equations=equations)
     else:  # the summary, kept in the derivation cache
-        report = derive_summary(task, args.network, overrides, models, equation_style(args))
+        report = derive_summary(task, args.network, models=models, equations=equation_style(args))
     if args.latex or args.latex_fragment:
-        values = task.values(overrides)
+        values = task.values()
         derivation = models.derivation(args.network)
         found = network_crossovers(models, derivation.network.name, values)  # cached if the report solved them
         for path, document in ((args.latex, True), (args.latex_fragment, False)):
@@ -148,13 +149,13 @@ def cmd_derive(args):
                 write_output(path, to_latex(models.staged(args.network), document=document))
             elif path:
                 write_output(path, to_latex(derivation, found, document=document))
-    emit(report, args.json, _render_derive_full if args.full else _render_derive)
+    emit(report, args.json, _render_derive_full if args.full else _render_derive, fixed=task.fixed)
 
 
 def _derive_shared(task, args):
     from gdln.verify.graphs import shared_derive_report
 
-    report, reduction = shared_derive_report(task, args.network, parameter_overrides(args))
+    report, reduction = shared_derive_report(task, args.network)
     if args.latex or args.latex_fragment:
         for path, document in ((args.latex, True), (args.latex_fragment, False)):
             if path:
@@ -173,7 +174,7 @@ def _derive_shared(task, args):
         if len(r["odes"]) > 3 * r["modes"]:
             print(f"  ... {len(r['odes'])} ODEs in all (--json lists them)")
 
-    emit(report, args.json, render)
+    emit(report, args.json, render, fixed=task.fixed)
 
 
 def add_parser(sub) -> None:

@@ -6,7 +6,7 @@ from gdln.derive.errors import SpecError
 from gdln.derive.words import plural
 from gdln.verify.files import check_writable
 
-from .arguments import load, parameter_overrides, with_spec
+from .arguments import load, with_spec
 from .output import append_network, emit
 
 MAX_CLUSTERS = 64
@@ -35,10 +35,10 @@ def cmd_find_gates(args):
     if args.write_spec:
         check_writable(args.write_spec, "--write-spec")
     report, network_toml = find_gates_report(
-        task, parameter_overrides(args), counts, args.seeds, args.snapshots, epochs=args.epochs
+        task, clusters=counts, seeds=args.seeds, snapshots=args.snapshots, epochs=args.epochs
     )
     append_network(args, network_toml, report)
-    emit(report, args.json, _render_find_gates)
+    emit(report, args.json, _render_find_gates, fixed=task.fixed)
 
 
 def _render_find_gates(report):

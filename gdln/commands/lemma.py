@@ -32,6 +32,7 @@ def cmd_lemma(args):
         report,
         args.json,
         lambda r: print(f"{r['realizable']} realizable patterns of {r['datapoints']} datapoints: {r['by_group']}"),
+        fixed=task.fixed,
     )
 
 

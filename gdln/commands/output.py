@@ -11,13 +11,19 @@ from gdln.derive.errors import SpecError
 from gdln.verify.files import finite_json, write_atomic
 
 
-def emit(report: dict, as_json: bool, render, *, markdown: bool = False) -> None:
+def emit(report: dict, as_json: bool, render, *, markdown: bool = False, fixed=None) -> None:
     """Print ``report`` as JSON, as Markdown tables (``--markdown``: the report's own Jupyter
-    form, :mod:`verify.display`) or as text (``render``)."""
+    form, :mod:`verify.display`) or as text (``render``). ``fixed``: the parameters ``--set``
+    fixed before deriving (``Task.fixed``), said in every form: a ``fixed`` entry of the JSON
+    (exact SymPy text by name), a first line of the text and of the Markdown."""
+    fixed_text = {name: str(value) for name, value in (fixed or {}).items()}
+    said = "fixed before deriving: " + ", ".join(f"{name} = {value}" for name, value in fixed_text.items())
     if markdown:
         table = getattr(report, "_repr_markdown_", None)
         if table is None:  # the reports of shared-edge (graph) networks have no table form yet
             raise SpecError("--markdown", "report", "this report has no Markdown form: use --json")
+        if fixed_text:
+            print(said + "\n")
         print(table())
         return
     if as_json:
@@ -26,9 +32,13 @@ def emit(report: dict, as_json: bool, render, *, markdown: bool = False) -> None
         assert isinstance(clean, dict)  # a dict stays a dict
         if replaced:
             clean["non_finite"] = replaced
+        if fixed_text:
+            clean["fixed"] = fixed_text
         json.dump(clean, sys.stdout, indent=2, allow_nan=False)
         sys.stdout.write("\n")
     else:
+        if fixed_text:
+            print(said)
         render(report)
 
 

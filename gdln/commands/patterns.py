@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from gdln.derive.errors import SpecError
 
-from .arguments import parameter_overrides
-
 
 def datapoint_indices(text: str, source: str, bound: int, what: str) -> list[int]:
     parts = [part.strip() for part in text.split(",") if part.strip()]
@@ -26,6 +24,6 @@ def datapoint_indices(text: str, source: str, bound: int, what: str) -> list[int
 def numeric_inputs(task, args):
     from gdln.numeric.prediction import TaskPredictions
 
-    values = task.values(parameter_overrides(args))
+    values = task.values()
     inputs, _ = TaskPredictions(task).dataset([values[s] for s in task.parameters])
     return inputs

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .arguments import load, parameter_overrides, with_spec
+from .arguments import load, with_spec
 from .output import ALGEBRAIC_NOTE, emit, has_algebraic, number_text, parameters_line, percent, value_text
 
 
@@ -64,15 +64,14 @@ def cmd_race(args):
     if any(network.shared for network in task.networks):
         from gdln.verify.graphs import shared_race_report
 
-        emit(
-            shared_race_report(task, parameter_overrides(args)), args.json, _render_shared_race, markdown=args.markdown
-        )
+        emit(shared_race_report(task), args.json, _render_shared_race, markdown=args.markdown, fixed=task.fixed)
         return
     emit(
-        race_report(task, parameter_overrides(args), staged=args.staged),
+        race_report(task, staged=args.staged),
         args.json,
         _render_race,
         markdown=args.markdown,
+        fixed=task.fixed,
     )
 
 

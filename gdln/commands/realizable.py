@@ -20,6 +20,7 @@ def cmd_realizable(args):
         lambda r: print(
             f"pattern {r['pattern']}: {'realizable, w = ' + str(r['witness']) if r['realizable'] else 'not realizable by one ReLU unit without bias'}"
         ),
+        fixed=task.fixed,
     )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from gdln.derive.words import plural
 from gdln.verify.files import check_writable
 
-from .arguments import add_training_arguments, load, parameter_overrides, with_spec
+from .arguments import add_training_arguments, load, with_spec
 from .output import emit, number_text
 
 
@@ -26,10 +26,8 @@ def cmd_simulate(args):
         task.network(args.model)
     if args.out:
         check_writable(args.out, "--out")  # before training: a folder, or a folder that is missing
-    report = simulate_report(
-        task, args.model, parameter_overrides(args), args.seeds, args.epochs, args.out, dtype=args.dtype
-    )
-    emit(report, args.json, _render_simulate)
+    report = simulate_report(task, args.model, seeds=args.seeds, epochs=args.epochs, out=args.out, dtype=args.dtype)
+    emit(report, args.json, _render_simulate, fixed=task.fixed)
 
 
 def add_parser(sub) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from gdln.derive.errors import SpecError
 from gdln.verify.files import check_writable
 
-from .arguments import load, parameter_overrides, with_spec
+from .arguments import load, with_spec
 from .output import emit, value_text
 
 
@@ -18,12 +18,12 @@ def cmd_sweep(args):
         raise SpecError("--check", str(args.check), "must be 0 or a positive number of points")
     if args.plot:
         check_writable(args.plot, "--plot")
-    report = sweep_report(task, axes, parameter_overrides(args), check=args.check)
+    report = sweep_report(task, axes, check=args.check)
     if args.plot:
         from gdln.figures.sweep_figure import write_sweep_figure
 
         write_sweep_figure(report, args.plot)
-    emit(report, args.json, _render_sweep, markdown=args.markdown)
+    emit(report, args.json, _render_sweep, markdown=args.markdown, fixed=task.fixed)
 
 
 def _render_sweep(report):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .arguments import load, parameter_overrides, with_spec
+from .arguments import load, with_spec
 from .output import emit
 
 
@@ -19,7 +19,8 @@ def cmd_union(args):
                 f"  {p['name']}: {verdict}, {p['relative']:.3f} of the strongest, 10^{p['log10_growth']:.1f} x its seed"
             )
 
-    emit(union_report(load(args), parameter_overrides(args), args.epochs), args.json, render)
+    task = load(args)
+    emit(union_report(task, epochs=args.epochs), args.json, render, fixed=task.fixed)
 
 
 def add_parser(sub) -> None:

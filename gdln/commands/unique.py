@@ -7,7 +7,7 @@ import math
 from gdln.derive.errors import SpecError
 from gdln.derive.words import plural
 
-from .arguments import load, parameter_overrides, with_spec
+from .arguments import load, with_spec
 from .output import emit, number_text
 
 
@@ -46,11 +46,13 @@ def cmd_unique(args):
         print(f"fastest orbit: {verdict} ({why})")
         print("t_90: epochs until the loss falls to 10% of its initial value")
 
+    task = load(args)
     emit(
-        unique_report(load(args), parameter_overrides(args), max_pathways=args.max_pathways, patterns=args.patterns),
+        unique_report(task, max_pathways=args.max_pathways, patterns=args.patterns),
         args.json,
         render,
         markdown=args.markdown,
+        fixed=task.fixed,
     )
 
 

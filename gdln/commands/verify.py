@@ -5,7 +5,7 @@ from __future__ import annotations
 from gdln.derive.words import plural
 from gdln.verify.display import resolution_text
 
-from .arguments import add_training_arguments, load, parameter_overrides, with_spec
+from .arguments import add_training_arguments, load, with_spec
 from .output import emit, number_text, parameters_line
 
 TIME_FLAGS = {"descent": "gradient descent", "flow": "gradient flow"}
@@ -59,21 +59,21 @@ def cmd_verify(args):
         from gdln.verify.graphs import graph_verify_report
 
         emit(
-            graph_verify_report(task, parameter_overrides(args), args.seeds, args.epochs),
+            graph_verify_report(task, seeds=args.seeds, epochs=args.epochs),
             args.json,
             _render_graph_verify,
             markdown=args.markdown,
+            fixed=task.fixed,
         )
         return
     report = verify_report(
         task,
-        parameter_overrides(args),
-        args.seeds,
-        args.epochs,
+        seeds=args.seeds,
+        epochs=args.epochs,
         initial_conditions=args.initial_conditions,
         time_model=None if args.time is None else TIME_FLAGS[args.time],
     )
-    emit(report, args.json, _render_verify, markdown=args.markdown)
+    emit(report, args.json, _render_verify, markdown=args.markdown, fixed=task.fixed)
 
 
 def _render_graph_verify(report):

@@ -225,7 +225,6 @@ def load_spec(path: str | Path) -> Task:
         decoded = text.decode("utf-8")
     except UnicodeDecodeError:
         raise SpecError(source, "file", "not UTF-8 text") from None
-    _check_integer_literals(decoded, source)
     try:
         document = tomllib.loads(decoded)
     except tomllib.TOMLDecodeError as error:
@@ -234,6 +233,9 @@ def load_spec(path: str | Path) -> Task:
         raise SpecError(
             source, "toml", f"arrays or tables nested too deeply (the limit is {MAX_NESTING} levels)"
         ) from None
+    except ValueError:  # not a TOMLDecodeError (caught above): Python's int() stops at 4300 digits
+        _check_integer_literals(decoded, source)
+        raise SpecError(source, "toml", "a number the TOML reader cannot convert") from None
     return task_from_dict(document, source=source, default_title=path.stem)
 
 
@@ -245,8 +247,9 @@ _NOT_NUMBERS = re.compile(r'"""[\s\S]*?"""|\'\'\'[\s\S]*?\'\'\'|"(?:[^"\\\n]|\\.
 
 
 def _check_integer_literals(text: str, source: str) -> None:
-    """Refuse an integer literal of more than MAX_INTEGER_DIGITS digits, naming its line, before
-    the TOML reader converts it. Strings and comments are blanked first (their digits are text),
+    """Refuse an integer literal of more than MAX_INTEGER_DIGITS digits, naming its line: for a
+    literal the TOML reader cannot convert (one it converts is refused naming its key, as a
+    number beyond the float range, :func:`derive.spec.expressions.exact_number`). Strings and comments are blanked first (their digits are text),
     keeping their newlines so that the line counts hold. A decimal or exponent float is left to
     the reader (Python converts it to a float in linear time; the spec's checks then refuse inf)."""
     if not _LONG_DIGITS.search(text):  # the common case: no long digit run anywhere

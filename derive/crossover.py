@@ -83,6 +83,19 @@ def numeric_roots(difference: sympy.Expr, parameter: sympy.Symbol, values: Mappi
     return roots
 
 
+def _polynomial_roots(numerator: sympy.Expr, parameter: sympy.Symbol) -> list:
+    """The roots of a polynomial in ``parameter``: SymPy's ``solve`` where it finds them all in
+    closed form (radicals); else, with rational coefficients, the real roots alone, exactly (as
+    ``CRootOf``). ``solve`` there isolates every complex root too, which no crossover can be: for
+    an input ``Delta**64`` (a polynomial of degree 128) that took 2 to 5 minutes, the real roots
+    take a second, and the complex ones were dropped afterwards anyway (:func:`crossovers`)."""
+    poly = sympy.Poly(numerator, parameter)
+    closed = sympy.roots(poly, cubics=True, quartics=True, quintics=True)
+    if sum(closed.values()) == poly.degree() or not (poly.domain.is_ZZ or poly.domain.is_QQ):
+        return sympy.solve(numerator, parameter)
+    return list(dict.fromkeys(poly.real_roots()))  # a multiple root once
+
+
 def _solve(sa, sb, parameter, values):
     """Symbolic roots of ``sa = sb``; a numeric scan where SymPy cannot solve the equation
     (or finds nothing in a transcendental one). Returns the roots and a note for numeric ones."""
@@ -96,7 +109,7 @@ def _solve(sa, sb, parameter, values):
         note = f"numeric root: the squared speeds are not rational functions of {parameter}"
         return [sympy.Float(r, 15) for r in numeric_roots(sa - sb, parameter, values)], note
     try:
-        roots = sympy.solve(sympy.numer(squared), parameter)
+        roots = _polynomial_roots(sympy.numer(squared), parameter)
     except (NotImplementedError, ValueError, TypeError, ArithmeticError, sympy.PolynomialError) as error:
         reason = str(error).splitlines()[0] if str(error) else type(error).__name__
         note = f"numeric root: SymPy cannot solve the equation in {parameter} ({reason})"

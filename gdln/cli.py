@@ -1,6 +1,11 @@
 """``gdln``: the command-line entry point.
 
-Bad input ends with one line on stderr naming the file and key, and exit status 2.
+Bad input ends with one line on stderr naming the file and key, and exit status 2; Ctrl-C, at
+any moment, with ``gdln: interrupted`` and exit status 130 (:mod:`gdln.interrupt`).
+
+This module imports only the standard library and :mod:`gdln.interrupt` when it loads: the
+interrupt handler is installed before SymPy and JAX load (seconds), and ``gdln --version``
+loads neither.
 """
 
 from __future__ import annotations
@@ -9,13 +14,7 @@ import argparse
 import sys
 import warnings
 
-from gdln.commands import COMMANDS
-from gdln.commands.arguments import Parser
-from gdln.derive import cache
-from gdln.derive.errors import GdlnError
-from gdln.derive.spec import MAX_EPOCHS, MAX_SEEDS
-from gdln.numeric.precision import use_compilation_cache, use_x64
-from gdln.verify.checks import GdlnWarning
+from gdln import interrupt
 
 
 def _version() -> str:
@@ -28,6 +27,9 @@ def _version() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from gdln.commands import COMMANDS
+    from gdln.commands.arguments import Parser
+
     parser = Parser(prog="gdln", description="Exact learning dynamics of gated deep linear networks and ReLU networks.")
     parser.add_argument("--version", action="version", version=f"gdln {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
@@ -39,12 +41,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: the commands that compute nothing with JAX: they run where no JAX backend starts
+WITHOUT_JAX = {"examples", "task", "cache"}
+
 NO_CACHE_HELP = "derive and compile from scratch, reading and writing no cache on disk"
 
 
 def _use_caches(args) -> None:
     """Derivations and compiled code on disk, unless ``--no-cache`` (``gdln cache`` only looks).
     A cache folder or key that cannot be used leaves both off, with one warning."""
+    from gdln.derive import cache
+    from gdln.numeric.precision import use_compilation_cache
+
     if args.no_cache or args.command == "cache":
         cache.disable()
         use_compilation_cache(None)
@@ -54,8 +62,46 @@ def _use_caches(args) -> None:
 
 
 def main(argv=None) -> int:
+    """Run ``gdln`` with ``argv`` (default: the command line). Called without ``argv``, as the
+    program's entry point, it keeps its Ctrl-C handler to the end of the process; called with
+    ``argv``, from another program, it gives the caller's handler back when it returns."""
+    installed = interrupt.install()  # first: a Ctrl-C from here on ends in one line, exit status 130
+    try:
+        if _asks_version(sys.argv[1:] if argv is None else argv):
+            print(f"gdln {_version()}")  # without the parser, which loads the commands (SymPy, JAX)
+            raise SystemExit(0)  # as argparse's --version action ends
+        return _run(argv)
+    finally:
+        if installed and argv is not None:
+            interrupt.uninstall()
+
+
+def _asks_version(argv) -> bool:
+    """Whether ``gdln``'s own options, before the command, include ``--version``."""
+    for arg in argv:
+        if arg == "--version":
+            return True
+        if arg == "--" or not arg.startswith("-"):
+            return False
+    return False
+
+
+def _run(argv) -> int:
+    from gdln.commands.arguments import printable
+    from gdln.derive import cache
+    from gdln.derive.errors import GdlnError
+    from gdln.derive.spec import MAX_EPOCHS, MAX_SEEDS
+    from gdln.numeric.precision import start_backend, use_x64
+    from gdln.verify.checks import GdlnWarning
+
     args = build_parser().parse_args(argv)
     use_x64()  # gdln computes in 64-bit; importing its packages does not switch it on
+    if args.command not in WITHOUT_JAX:
+        try:
+            start_backend()
+        except GdlnError as error:
+            print(f"gdln: error: {printable(_one_line(error))}", file=sys.stderr)
+            return 2
     source = getattr(args, "spec", None) or "gdln"
     # warnings are printed after the output, one line each, and only when the command succeeds
     # (an error is always exactly one line); --strict makes gdln's own warnings errors, never a
@@ -77,19 +123,24 @@ def main(argv=None) -> int:
             args.run(args)
             cache.flush()
         except (GdlnError, GdlnWarning) as error:
-            print(f"gdln: error: {_one_line(error)}", file=sys.stderr)
+            print(f"gdln: error: {printable(_one_line(error))}", file=sys.stderr)
             return 2
         except RecursionError:
-            print(f"gdln: error: {source}: input nested too deeply to process (RecursionError)", file=sys.stderr)
-            return 2
-        except (OverflowError, MemoryError) as error:
             print(
-                f"gdln: error: {source}: numbers or arrays too large: {type(error).__name__}: {_one_line(error)}",
+                f"gdln: error: {printable(source)}: input nested too deeply to process (RecursionError)",
                 file=sys.stderr,
             )
             return 2
-        except KeyboardInterrupt:
-            return 130
+        except (OverflowError, MemoryError) as error:
+            print(
+                f"gdln: error: {printable(source)}: numbers or arrays too large: {type(error).__name__}: "
+                + printable(_one_line(error)),
+                file=sys.stderr,
+            )
+            return 2
+        except KeyboardInterrupt:  # SIGINT is handled by gdln.interrupt; a caller's own handler may raise this
+            print(interrupt.MESSAGE, file=sys.stderr)
+            return interrupt.EXIT_STATUS
         except BrokenPipeError:  # output piped into a reader that stopped early
             return 0
     shown = set()
@@ -97,7 +148,7 @@ def main(argv=None) -> int:
         text = _one_line(warning.message)
         if issubclass(warning.category, (GdlnWarning, cache.CacheWarning)) and text not in shown:
             shown.add(text)
-            print(f"gdln: warning: {text}", file=sys.stderr)
+            print(f"gdln: warning: {printable(text)}", file=sys.stderr)
     return 0
 
 

@@ -58,9 +58,7 @@ def _in_float_range(expr: sympy.Expr) -> sympy.Expr:
     as a ``CONSTANT_DIGITS``-digit float: float64 arithmetic rounds it anyway, and an int that
     overflows int64 is refused by JAX."""
     big = {
-        q: sympy.Float(q, CONSTANT_DIGITS)
-        for q in expr.atoms(sympy.Rational)
-        if max(abs(q.p), q.q) > MAX_EXACT_INTEGER
+        q: sympy.Float(q, CONSTANT_DIGITS) for q in expr.atoms(sympy.Rational) if max(abs(q.p), q.q) > MAX_EXACT_INTEGER
     }
     return expr.xreplace(big) if big else expr
 

@@ -8,16 +8,35 @@ do the same, or wrap their work in ``with x64(): ...``.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import jax
 
+from gdln.derive.errors import GdlnError
+
 
 def use_x64() -> None:
     """Switch JAX to 64-bit for the rest of the process."""
     jax.config.update("jax_enable_x64", True)
+
+
+def start_backend() -> None:
+    """Start JAX's backend now, where a platform that cannot start (``JAX_PLATFORMS=cuda`` without
+    a GPU, ``tpu,cpu`` without a TPU, a name JAX does not know) is one line naming
+    ``JAX_PLATFORMS``, not a traceback from deep inside the first computation. JAX raises a
+    ``RuntimeError``, or for a platform whose plugin is not installed an ``AssertionError``."""
+    try:
+        jax.devices()
+    except (RuntimeError, AssertionError) as error:
+        platforms = os.environ.get("JAX_PLATFORMS", "")
+        reason = str(error).split(" (set JAX_PLATFORMS", 1)[0].strip() or "no backend starts"
+        raise GdlnError(
+            f"JAX_PLATFORMS={platforms!r}: JAX cannot start a backend ({reason}); "
+            "unset JAX_PLATFORMS, or set it to 'cpu' or to a platform this machine has"
+        ) from None
 
 
 @contextmanager

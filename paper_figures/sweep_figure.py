@@ -315,5 +315,6 @@ def _checked_height(ax) -> float:
     return low + 0.04 * (high - low)
 
 
-def write_sweep_figure(report: dict, path) -> None:
-    save_figure(sweep_figure(report), path)
+def write_sweep_figure(report: dict, path, key: str = "--plot") -> None:
+    """The phase diagram, in the format its file name's suffix names; ``key``: the option that named it."""
+    save_figure(sweep_figure(report), path, key=key)

@@ -50,6 +50,7 @@ def test_limits_table_gives_the_numbers_of_the_code():
     expected = [  # (row, a constant as the row gives it)
         ("spec file", f"{limits.MAX_SPEC_BYTES // 2**20} MiB"),
         ("spec file", f"nested at most {limits.MAX_NESTING} deep"),
+        ("integer literals", f"{limits.MAX_INTEGER_DIGITS} digits"),
         ("parameters", f"{limits.MAX_PARAMETERS} per spec"),
         ("data", f"{limits.MAX_DATA_ENTRIES} entries"),
         ("data file (`data.file`)", f"{limits.MAX_DATA_FILE_BYTES // 2**20} MiB"),

@@ -13,8 +13,8 @@ import sympy
 from gdln.derive import cache
 from gdln.derive.algebraic import as_text
 from gdln.derive.crossover import Crossover
-from gdln.derive.errors import DerivationError
 from gdln.derive.derivation import TIME, NetworkDerivation
+from gdln.derive.errors import DerivationError
 from gdln.derive.spec import Task
 from gdln.numeric.prediction import (
     TaskPredictions,

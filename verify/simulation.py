@@ -16,7 +16,7 @@ from gdln.numeric.training import gdln_layout, train_gdln, train_relu
 
 from .checks import check_training_size, check_values
 from .entries import epoch_grid, parameter_vector
-from .files import write_atomic
+from .files import CURVES_SUFFIXES, write_atomic
 from .rules import finite_crossing
 
 
@@ -95,7 +95,7 @@ def simulate_report(
             parameters=np.array([s.name for s in values]),
             parameter_values=np.array(list(values.values()), dtype=float),
         )
-        write_atomic(out, buffer.getvalue(), "--out")
+        write_atomic(out, buffer.getvalue(), "--out", CURVES_SUFFIXES)
     diverged = " (gradient descent diverged or overflowed)"
     notes = [note for k, row in enumerate(losses) if (note := divergence_note(f"seed {k}", ts, row, diverged))]
     report = {

@@ -14,6 +14,10 @@ from __future__ import annotations
 MAX_SPEC_BYTES = 2 * 2**20  # size of a spec file
 MAX_NESTING = 32  # levels of tables and arrays in a spec
 MAX_PARAMETERS = 100  # entries of [parameters]: crossovers are solved in each
+# digits of an integer literal: 2**1024, the end of the float range, has 309. A longer one is
+# refused naming its key (beyond the float range), or naming its line where the TOML reader
+# cannot convert it (Python's int() stops at 4300 digits with a ValueError)
+MAX_INTEGER_DIGITS = 309
 
 # --- data ----------------------------------------------------------------------------------
 MAX_DATA_ENTRIES = 100_000  # entries of data.inputs, and of data.targets (inline or from a file)

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import keyword
 import math
+import os
 import re
+import stat
 import tomllib
 import unicodedata
 from collections.abc import Mapping
@@ -38,6 +40,7 @@ from .limits import (
     MAX_EPOCHS,
     MAX_HIDDEN_LAYERS,
     MAX_INIT_SCALE,
+    MAX_INTEGER_DIGITS,
     MAX_LABELS,
     MAX_LEARNING_RATE,
     MAX_NESTING,
@@ -254,23 +257,62 @@ def load_spec(path: str | Path) -> Task:
     path = Path(path)
     source = str(path)
     try:
-        with path.open("rb") as handle:
+        # without blocking: opening a pipe (FIFO) to read waits for a writer, which may never come
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except (OSError, ValueError) as error:  # ValueError: a NUL character in the name
+        raise SpecError(source, "file", f"cannot read: {getattr(error, 'strerror', None) or error}") from None
+    # the status of what was opened, not of the name (which may have changed since): a folder,
+    # a device (/dev/zero never ends) or a pipe is refused before a byte is read
+    if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+        os.close(descriptor)
+        raise SpecError(source, "file", "not a regular file (a folder, a device or a pipe)")
+    with os.fdopen(descriptor, "rb") as handle:
+        try:
             text = handle.read(MAX_SPEC_BYTES + 1)
-    except OSError as error:
-        raise SpecError(source, "file", f"cannot read: {error.strerror or error}") from None
+        except OSError as error:
+            raise SpecError(source, "file", f"cannot read: {error.strerror or error}") from None
     if len(text) > MAX_SPEC_BYTES:
         raise SpecError(source, "file", f"larger than the limit of {MAX_SPEC_BYTES // 2**20} MiB")
     try:
-        document = tomllib.loads(text.decode("utf-8"))
+        decoded = text.decode("utf-8")
     except UnicodeDecodeError:
         raise SpecError(source, "file", "not UTF-8 text") from None
+    try:
+        document = tomllib.loads(decoded)
     except tomllib.TOMLDecodeError as error:
         raise SpecError(source, "toml", f"malformed TOML: {error}") from None
     except RecursionError:
         raise SpecError(
             source, "toml", f"arrays or tables nested too deeply (the limit is {MAX_NESTING} levels)"
         ) from None
+    except ValueError:  # not a TOMLDecodeError (caught above): Python's int() stops at 4300 digits
+        _check_integer_literals(decoded, source)
+        raise SpecError(source, "toml", "a number the TOML reader cannot convert") from None
     return task_from_dict(document, source=source, default_title=path.stem)
+
+
+# a run of digits (TOML allows underscores between them) that is not part of a name, and is long
+# enough to break the integer limit; the first match decides
+_LONG_DIGITS = re.compile(r"(?<![\w.])\d(?:_?\d){" + str(MAX_INTEGER_DIGITS) + ",}")
+# what may hold digits that are no number: strings (basic, literal, multi-line) and comments
+_NOT_NUMBERS = re.compile(r'"""[\s\S]*?"""|\'\'\'[\s\S]*?\'\'\'|"(?:[^"\\\n]|\\.)*"|\'[^\'\n]*\'|#[^\n]*')
+
+
+def _check_integer_literals(text: str, source: str) -> None:
+    """Refuse an integer literal of more than MAX_INTEGER_DIGITS digits, naming its line: for a
+    literal the TOML reader cannot convert (one it converts is refused naming its key, as a
+    number beyond the float range, :func:`derive.spec.expressions.exact_number`). Strings and comments are blanked first (their digits are text),
+    keeping their newlines so that the line counts hold. A decimal or exponent float is left to
+    the reader (Python converts it to a float in linear time; the spec's checks then refuse inf)."""
+    if not _LONG_DIGITS.search(text):  # the common case: no long digit run anywhere
+        return
+    bare = _NOT_NUMBERS.sub(lambda m: re.sub(r"[^\n]", " ", m.group()), text)
+    for match in _LONG_DIGITS.finditer(bare):
+        end = match.end()
+        if end < len(bare) and bare[end] in ".eE":  # a float's digits: not an integer
+            continue
+        line = bare.count("\n", 0, match.start()) + 1
+        raise SpecError(source, f"line {line}", f"integer literal longer than the limit of {MAX_INTEGER_DIGITS} digits")
 
 
 def task_from_dict(document: Mapping[str, Any], source: str = "<python>", default_title: str = "task") -> Task:

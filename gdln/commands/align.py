@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from gdln.verify.files import check_writable
+from gdln.verify.files import SPEC_SUFFIXES
 
 from .arguments import load, with_spec
-from .output import append_network, emit
+from .output import append_network, check_output, emit
 
 
 def _render_align(report):
@@ -19,9 +19,8 @@ def _render_align(report):
 def cmd_align(args):
     from gdln.verify.following import align_report
 
+    check_output(args.write_spec, "--write-spec", SPEC_SUFFIXES)  # before any work
     task = load(args)
-    if args.write_spec:
-        check_writable(args.write_spec, "--write-spec")
     report, network_toml = align_report(task, seeds=args.seeds)
     append_network(args, network_toml, report)
     emit(report, args.json, _render_align, fixed=task.fixed)

@@ -9,9 +9,16 @@ import sys
 from gdln.derive.errors import SpecError
 
 
+def printable(text: str) -> str:
+    """``text`` with every control or unprintable character but the newline written as an escape
+    (``\\x1b``), so that a name echoed in a message (a file named with terminal escape sequences)
+    reaches the terminal as text: every error and warning line ``gdln`` prints goes through this."""
+    return "".join(char if char == "\n" or char.isprintable() else repr(char)[1:-1] for char in text)
+
+
 class Parser(argparse.ArgumentParser):
     def error(self, message):  # one line, status 2, like every other input error
-        print(f"gdln: error: {message}", file=sys.stderr)
+        print(f"gdln: error: {printable(' '.join(message.split(chr(10))))}", file=sys.stderr)
         raise SystemExit(2)
 
 

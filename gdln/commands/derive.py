@@ -5,9 +5,10 @@ from __future__ import annotations
 import sys
 
 from gdln.derive.words import plural
+from gdln.verify.files import LATEX_SUFFIXES
 
 from .arguments import load, with_spec
-from .output import ALGEBRAIC_NOTE, emit, has_algebraic, indented, value_text, write_output, yes_no
+from .output import ALGEBRAIC_NOTE, check_output, emit, has_algebraic, indented, value_text, write_output, yes_no
 
 
 def _render_derive_full(report):
@@ -130,6 +131,9 @@ def cmd_derive(args):
     from gdln.numeric.prediction import TaskPredictions
     from gdln.verify.derivation_report import derive_report, derive_summary, network_crossovers
 
+    latex_files = ((args.latex, "--latex", True), (args.latex_fragment, "--latex-fragment", False))
+    for path, key, _ in latex_files:
+        check_output(path, key, LATEX_SUFFIXES)  # before any work
     task = load(args)
     if task.network(args.network).shared:
         _derive_shared(task, args)
@@ -140,15 +144,15 @@ def cmd_derive(args):
         report = derive_report(task, args.network, models=models, equations=equations)
     else:  # the summary, kept in the derivation cache
         report = derive_summary(task, args.network, models=models, equations=equation_style(args))
-    if args.latex or args.latex_fragment:
+    if args.latex is not None or args.latex_fragment is not None:
         values = task.values()
         derivation = models.derivation(args.network)
         found = network_crossovers(models, derivation.network.name, values)  # cached if the report solved them
-        for path, document in ((args.latex, True), (args.latex_fragment, False)):
-            if path and args.staged:
-                write_output(path, to_latex(models.staged(args.network), document=document))
-            elif path:
-                write_output(path, to_latex(derivation, found, document=document))
+        for path, key, document in latex_files:
+            if path is not None and args.staged:
+                write_output(path, to_latex(models.staged(args.network), document=document), key, LATEX_SUFFIXES)
+            elif path is not None:
+                write_output(path, to_latex(derivation, found, document=document), key, LATEX_SUFFIXES)
     emit(report, args.json, _render_derive_full if args.full else _render_derive, fixed=task.fixed)
 
 
@@ -156,10 +160,9 @@ def _derive_shared(task, args):
     from gdln.verify.graphs import shared_derive_report
 
     report, reduction = shared_derive_report(task, args.network)
-    if args.latex or args.latex_fragment:
-        for path, document in ((args.latex, True), (args.latex_fragment, False)):
-            if path:
-                write_output(path, reduction.latex(document=document))
+    for path, key, document in ((args.latex, "--latex", True), (args.latex_fragment, "--latex-fragment", False)):
+        if path is not None:
+            write_output(path, reduction.latex(document=document), key, LATEX_SUFFIXES)
 
     def render(r):
         print(f"network {r['network']}: {r['paths']} paths ({r['paths_with_data']} with data), {r['modes']} modes")

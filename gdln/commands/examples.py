@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 from gdln.derive.errors import SpecError
-from gdln.verify.files import write_atomic
+from gdln.verify.files import SPEC_SUFFIXES, check_writable, write_atomic
 
 
 def _example_specs() -> dict:
@@ -22,6 +22,8 @@ def _example_specs() -> dict:
 def cmd_examples(args):
     import tomllib
 
+    if args.out is not None:
+        check_writable(args.out, "--out", SPEC_SUFFIXES)
     specs = _example_specs()
     if args.name is None:
         width = max(len(name) for name in specs)
@@ -33,8 +35,8 @@ def cmd_examples(args):
     if args.name not in specs:
         raise SpecError("examples", args.name, f"no such example (shipped: {', '.join(sorted(specs))})")
     text = specs[args.name].read_text(encoding="utf-8")
-    if args.out:
-        write_atomic(args.out, text.encode("utf-8"), "--out")
+    if args.out is not None:
+        write_atomic(args.out, text.encode("utf-8"), "--out", SPEC_SUFFIXES)
     else:
         sys.stdout.write(text)
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from gdln.derive.errors import SpecError
 from gdln.derive.words import plural
-from gdln.verify.files import check_writable
+from gdln.verify.files import SPEC_SUFFIXES
 
 from .arguments import load, with_spec
-from .output import append_network, emit
+from .output import append_network, check_output, emit
 
 MAX_CLUSTERS = 64
 
@@ -30,10 +30,9 @@ def _cluster_counts(text: str, source: str) -> list[int]:
 def cmd_find_gates(args):
     from gdln.verify.find_gates import find_gates_report
 
+    check_output(args.write_spec, "--write-spec", SPEC_SUFFIXES)  # before any work
     task = load(args)
     counts = _cluster_counts(args.clusters, task.source)
-    if args.write_spec:
-        check_writable(args.write_spec, "--write-spec")
     report, network_toml = find_gates_report(
         task, clusters=counts, seeds=args.seeds, snapshots=args.snapshots, epochs=args.epochs
     )

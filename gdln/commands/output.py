@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from gdln.derive.errors import SpecError
-from gdln.verify.files import finite_json, write_atomic
+from gdln.verify.files import SPEC_SUFFIXES, check_writable, finite_json, write_atomic
 
 
 def emit(report: dict, as_json: bool, render, *, markdown: bool = False, fixed=None) -> None:
@@ -112,13 +112,20 @@ def algebraic_kind(algebraic, name: str = "") -> str:
     return f"algebraic, a polynomial in roots of degrees {degrees}"
 
 
-def write_output(path: str, text: str) -> None:
-    write_atomic(path, text, "output")  # a temporary file, then os.replace: never a partial file
+def check_output(path: str | None, key: str, suffixes: tuple[str, ...] = ()) -> None:
+    """Refuse, before any work, an output file given by option ``key`` that cannot be written
+    (:func:`verify.files.check_writable`); ``None``: the option was not given (``''`` was, and is refused)."""
+    if path is not None:
+        check_writable(path, key, suffixes)
+
+
+def write_output(path: str, text: str, key: str, suffixes: tuple[str, ...] = ()) -> None:
+    write_atomic(path, text, key, suffixes)  # a temporary file, then os.replace: never a partial file
 
 
 def append_network(args, network_toml: str, report: dict) -> None:
     """``--write-spec``: the spec's text with ``network_toml`` appended, noted in the report."""
-    if args.write_spec and network_toml:
+    if args.write_spec is not None and network_toml:
         text = Path(args.spec).read_text(encoding="utf-8")
-        write_output(args.write_spec, text.rstrip("\n") + "\n\n" + network_toml)
+        write_output(args.write_spec, text.rstrip("\n") + "\n\n" + network_toml, "--write-spec", SPEC_SUFFIXES)
         report["written"] = args.write_spec

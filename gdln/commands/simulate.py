@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from gdln.derive.words import plural
-from gdln.verify.files import check_writable
+from gdln.verify.files import CURVES_SUFFIXES
 
 from .arguments import add_training_arguments, load, with_spec
-from .output import emit, number_text
+from .output import check_output, emit, number_text
 
 
 def _render_simulate(report):
@@ -21,11 +21,10 @@ def _render_simulate(report):
 def cmd_simulate(args):
     from gdln.verify.simulation import simulate_report
 
+    check_output(args.out, "--out", CURVES_SUFFIXES)  # before any work
     task = load(args)
     if args.model != "relu":
         task.network(args.model)
-    if args.out:
-        check_writable(args.out, "--out")  # before training: a folder, or a folder that is missing
     report = simulate_report(task, args.model, seeds=args.seeds, epochs=args.epochs, out=args.out, dtype=args.dtype)
     emit(report, args.json, _render_simulate, fixed=task.fixed)
 

@@ -3,26 +3,25 @@
 from __future__ import annotations
 
 from gdln.derive.errors import SpecError
-from gdln.verify.files import check_writable
+from gdln.verify.files import PLOT_SUFFIXES
 
 from .arguments import load, with_spec
-from .output import emit, value_text
+from .output import check_output, emit, value_text
 
 
 def cmd_sweep(args):
     from gdln.verify.sweep import parse_axis, sweep_report
 
+    check_output(args.plot, "--plot", PLOT_SUFFIXES)  # before any work
     task = load(args).with_training(seeds=args.seeds)
     axes = [parse_axis(text, task) for text in args.grid]
     if args.check < 0:
         raise SpecError("--check", str(args.check), "must be 0 or a positive number of points")
-    if args.plot:
-        check_writable(args.plot, "--plot")
     report = sweep_report(task, axes, check=args.check)
-    if args.plot:
+    if args.plot is not None:
         from gdln.figures.sweep_figure import write_sweep_figure
 
-        write_sweep_figure(report, args.plot)
+        write_sweep_figure(report, args.plot, "--plot")
     emit(report, args.json, _render_sweep, markdown=args.markdown, fixed=task.fixed)
 
 
@@ -123,5 +122,5 @@ def add_parser(sub) -> None:
         help="ReLU seeds for the alignment-seeded race and the checks (default: the spec's); more seeds"
         " decide which candidate is followed closer to the boundary",
     )
-    p.add_argument("--plot", metavar="FILE.png", help="write the phase diagram")
+    p.add_argument("--plot", metavar="FILE.png", help="write the phase diagram (.png, .pdf or .svg)")
     p.set_defaults(run=cmd_sweep)

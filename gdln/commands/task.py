@@ -21,7 +21,13 @@ def cmd_task(args):
                 "gdln task digits", "--classes", f"expected digits 0-9, comma-separated, got {args.classes!r}"
             ) from None
         try:
-            spec = digits_task(classes, args.per_class or 50, args.projection, args.seed, epochs=args.epochs or 2000)
+            spec = digits_task(
+                classes,
+                50 if args.per_class is None else args.per_class,
+                args.projection,
+                args.seed,
+                epochs=args.epochs or 2000,
+            )
         except SpecError as error:
             raise SpecError("gdln task digits", f"--{error.key}", error.problem) from None
         sys.stdout.write(to_toml(spec))
@@ -30,7 +36,9 @@ def cmd_task(args):
         if args.domains is None or args.trained is None:
             raise SpecError("gdln task routing", "--domains", "routing needs --domains and --trained")
         try:
-            spec = routing_task(args.domains, args.trained, items=args.items or 4, seed=args.seed)
+            spec = routing_task(
+                args.domains, args.trained, items=4 if args.items is None else args.items, seed=args.seed
+            )
         except SpecError as error:
             raise SpecError("gdln task routing", f"--{error.key}", error.problem) from None
         sys.stdout.write(to_toml(spec))

@@ -11,11 +11,10 @@ import warnings
 
 from gdln.commands import COMMANDS
 from gdln.commands.arguments import Parser
-from gdln.derive import cache
 from gdln.derive.errors import GdlnError
-from gdln.derive.spec import MAX_EPOCHS, MAX_SEEDS
-from gdln.numeric.precision import use_compilation_cache, use_x64
-from gdln.verify.checks import GdlnWarning
+
+# SymPy and JAX are imported by the commands as they run: `gdln --help` and `gdln --version`
+# load neither (tests/test_cli.py times them)
 
 
 def _version() -> str:
@@ -44,6 +43,9 @@ NO_CACHE_HELP = "derive and compile from scratch, reading and writing no cache o
 
 def _use_caches(args) -> None:
     """Derivations and compiled code on disk, unless ``--no-cache`` (``gdln cache`` only looks)."""
+    from gdln.derive import cache
+    from gdln.numeric.precision import use_compilation_cache
+
     if args.no_cache or args.command == "cache":
         cache.disable()
         use_compilation_cache(None)
@@ -54,6 +56,11 @@ def _use_caches(args) -> None:
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
+    from gdln.derive import cache
+    from gdln.derive.spec import MAX_EPOCHS, MAX_SEEDS
+    from gdln.numeric.precision import use_x64
+    from gdln.verify.checks import GdlnWarning
+
     use_x64()  # gdln computes in 64-bit; importing its packages does not switch it on
     _use_caches(args)
     for flag, limit in (("seeds", MAX_SEEDS), ("epochs", MAX_EPOCHS)):

@@ -8,7 +8,6 @@ import math
 import sys
 
 from gdln.derive.errors import SpecError
-from gdln.derive.spec import EvaluationError, evaluate, parse_expression
 
 
 class Parser(argparse.ArgumentParser):
@@ -18,6 +17,8 @@ class Parser(argparse.ArgumentParser):
 
 
 def assignment(text: str) -> tuple[str, float]:
+    from gdln.derive.spec import EvaluationError, evaluate, parse_expression  # SymPy: not for --help
+
     name, sep, value = text.partition("=")
     if not sep or not name.strip():
         raise SpecError("--set", text, "expected NAME=VALUE")

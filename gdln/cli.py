@@ -60,6 +60,7 @@ def main(argv=None) -> int:
     from gdln.derive.spec import MAX_EPOCHS, MAX_SEEDS
     from gdln.numeric.precision import use_x64
     from gdln.verify.checks import GdlnWarning
+    from gdln.verify.progress import shown_progress
 
     use_x64()  # gdln computes in 64-bit; importing its packages does not switch it on
     _use_caches(args)
@@ -79,7 +80,8 @@ def main(argv=None) -> int:
         if getattr(args, "strict", False):
             warnings.simplefilter("error", GdlnWarning)
         try:
-            args.run(args)
+            with shown_progress():  # the library is silent unless asked; the command shows its stages
+                args.run(args)
             cache.flush()
         except (GdlnError, GdlnWarning) as error:
             print(f"gdln: error: {_one_line(error)}", file=sys.stderr)

@@ -644,22 +644,28 @@ def test_sweep_markdown_agreement_counts_each_subset():
 
     counts = {"checked": 4, "agree": 1, "aligned_agree": 3}
     report = SweepReport(
-        {
-            "validity": 0.05,
-            "agreement": {
-                **counts,
-                "within_assumptions": {"checked": 3, "agree": 1, "aligned_agree": 3},
-                "decided": {"checked": 2, "agree": 0, "aligned_agree": 2},
-                "disagree_points": [
-                    {
-                        "next_to_aligned_boundary": True,
-                        "outside_validity": False,
-                        "outside_assumptions": True,
-                        "decided": False,
-                    }
-                ],
-            },
-        }
+        spec="<python>",
+        axes=[],
+        seeds={},
+        assumptions={},
+        points=[],
+        invalid_points=[],
+        crossovers=[],
+        timing={},
+        validity=0.05,
+        agreement={
+            **counts,
+            "within_assumptions": {"checked": 3, "agree": 1, "aligned_agree": 3},
+            "decided": {"checked": 2, "agree": 0, "aligned_agree": 2},
+            "disagree_points": [
+                {
+                    "next_to_aligned_boundary": True,
+                    "outside_validity": False,
+                    "outside_assumptions": True,
+                    "decided": False,
+                }
+            ],
+        },
     )
     rows = dict(line.strip("|").split("|")[:2] for line in report._agreement().splitlines()[2:])
     rows = {k.strip(): v.strip() for k, v in rows.items()}

@@ -177,7 +177,7 @@ def verify_report(
     representations: bool = True,
     initial_conditions: str = ALIGNMENT,
     time_model: str | None = None,
-) -> dict:
+) -> VerifyReport:
     """Train the ReLU network and say which candidate network it follows, and how closely;
     with ``data.contexts``, add the census of its hidden units and the MDS comparison with
     the followed candidate trained as a GDLN with explicit gates.
@@ -244,18 +244,16 @@ def verify_report(
     ]
     follows, follow_notes = followed_candidate(networks)
     notes += follow_notes
-    report: dict[str, Any] = VerifyReport(
-        {
-            "parameters": {s.name: v for s, v in values.items()},
-            "seeds": training.seeds,
-            "epochs": training.epochs,
-            "initial_conditions": initial_conditions,
-            "time_model": time_model,
-            "follows": follows,
-            "resolution": follow_resolution(networks, follows, np.asarray(run.losses)[:, ::stride]),
-            "networks": networks,
-        }
-    )
+    report: dict[str, Any] = {
+        "parameters": {s.name: v for s, v in values.items()},
+        "seeds": training.seeds,
+        "epochs": training.epochs,
+        "initial_conditions": initial_conditions,
+        "time_model": time_model,
+        "follows": follows,
+        "resolution": follow_resolution(networks, follows, np.asarray(run.losses)[:, ::stride]),
+        "networks": networks,
+    }
     if alignment is not None:
         report["alignment"] = alignment_entry(alignment, [*task.networks, *extra])
     if notes:
@@ -268,4 +266,4 @@ def verify_report(
             reln, _, _ = train_network(task, follows, overrides, 1, epochs, models)
             report["mds"] = {"network": follows, **mds_comparison(*hidden_layers(task, run, reln, follows, inputs))}
     step.close()
-    return report
+    return VerifyReport.from_json(report)

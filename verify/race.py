@@ -70,7 +70,7 @@ def race_report(
     overrides: Mapping[str, float] | None = None,
     models: TaskPredictions | None = None,
     staged: bool = False,
-) -> dict:
+) -> RaceReport:
     """Rank the candidate networks by their predicted time to learn, and find crossovers.
 
     ``t_half``/``t_90`` are solved on the predicted dynamics, not read off a grid: inverted
@@ -127,7 +127,7 @@ def race_report(
     winner, _ = race_winner(networks)
     pairs = combinations(derivations, 2)
     found = crossover_entries([c for a, b in pairs for c in models.crossovers(a, b, values)], values)
-    return RaceReport(
+    return RaceReport.from_json(
         {
             "parameters": {s.name: v for s, v in values.items()},
             "horizon": horizon,

@@ -347,7 +347,7 @@ def sweep_report(
     *,
     check: int = 0,
     models: TaskPredictions | None = None,
-) -> dict:
+) -> SweepReport:
     """The race at every grid point (width- and alignment-seeded), the derived crossovers, and
     at ``check`` points the candidate trained ReLU networks follow (see the module docstring)."""
     check_axes(axes)
@@ -436,7 +436,7 @@ def sweep_report(
 
     step.close()
     near_boundary = set(boundary_points(aligned_labels, grid.shape).tolist())
-    return SweepReport(
+    return SweepReport.from_json(
         {
             "spec": task.source,
             "axes": [{"name": a.name, "values": list(a.values), "log": a.log} for a in axes],

@@ -112,4 +112,4 @@ def unique_report(
     }
     if search is not None:
         report["search"] = search
-    return UniqueReport(report)
+    return UniqueReport.from_json(report)

@@ -8,18 +8,22 @@ import sys
 from pathlib import Path
 
 from gdln.derive.errors import SpecError
+from gdln.verify.display import Report
 from gdln.verify.files import finite_json, write_atomic
 
 
-def emit(report: dict, as_json: bool, render, *, markdown: bool = False) -> None:
-    """Print ``report`` as JSON, as Markdown tables (``--markdown``: the report's own Jupyter
-    form, :mod:`verify.display`) or as text (``render``)."""
+def emit(report: Report | dict, as_json: bool, render, *, markdown: bool = False) -> None:
+    """Print ``report`` as JSON (a typed report's ``to_json()``), as Markdown tables
+    (``--markdown``: the report's own Jupyter form, ``verify.display``) or as text (``render``,
+    given the JSON dictionary)."""
     if markdown:
         table = getattr(report, "_repr_markdown_", None)
         if table is None:  # the reports of shared-edge (graph) networks have no table form yet
             raise SpecError("--markdown", "report", "this report has no Markdown form: use --json")
         print(table())
         return
+    if isinstance(report, Report):
+        report = report.to_json()
     if as_json:
         # strict JSON: a non-finite number becomes null, and the report lists where and what it was
         clean, replaced = finite_json(report)

@@ -3,11 +3,11 @@
 One import name, in layers that import one way only:
 ``gdln.cli -> gdln.figures -> gdln.verify -> gdln.numeric -> gdln.derive``.
 
-- :mod:`gdln.derive` (SymPy): specs, effective correlations, modes, race ODEs, closed forms,
+- `gdln.derive` (SymPy): specs, effective correlations, modes, race ODEs, closed forms,
   crossovers and LaTeX, as exact expressions;
-- :mod:`gdln.numeric` (JAX): the one hand-off to compiled functions, integration, training;
-- :mod:`gdln.verify`: theory against trained networks, the reports behind the commands;
-- :mod:`gdln.figures`: the papers' figures and the phase diagram.
+- `gdln.numeric` (JAX): the one hand-off to compiled functions, integration, training;
+- `gdln.verify`: theory against trained networks, the reports behind the commands;
+- `gdln.figures`: the papers' figures and the phase diagram.
 
 The names below are the entry points most work starts from. They are imported on first use,
 so ``import gdln`` is cheap and changes no global setting: call `use_x64` (the ``gdln``

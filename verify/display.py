@@ -29,13 +29,28 @@ class Report(Mapping[str, Any]):
     """What every report shares: its JSON, and a read-only view of its top-level keys."""
 
     def to_json(self) -> dict[str, Any]:
-        """The report as the JSON dictionary the command prints: the fields in order, an
-        optional one only where the report has it (a copy: changing it leaves the report alone)."""
+        """The report as the JSON dictionary the command prints.
+
+        Returns:
+            The fields in order, an optional one only where the report has it (a copy: changing
+            it leaves the report alone). Non-finite numbers stay as they are; the command's
+            ``--json`` writes them as ``null`` and lists them under ``non_finite``.
+        """
         return {name: copy.deepcopy(getattr(self, name)) for name in self._keys()}
 
     @classmethod
     def from_json(cls, entries: Mapping[str, Any]) -> Self:
-        """The report of a JSON dictionary (`to_json`'s inverse); a key it does not know is an error."""
+        """The report of a JSON dictionary: `to_json`'s inverse.
+
+        Args:
+            entries: the report's top-level keys and their values.
+
+        Returns:
+            The report.
+
+        Raises:
+            TypeError: for a key the report does not have, or a required key missing.
+        """
         known = {f.name for f in fields(cls)}
         unknown = set(entries) - known
         if unknown:

@@ -182,11 +182,30 @@ def verify_report(
     with ``data.contexts``, add the census of its hidden units and the MDS comparison with
     the followed candidate trained as a GDLN with explicit gates.
 
-    Every prediction is computed from the runs' initial weights before the losses are read
-    (``initial_conditions``: ``alignment``, ``weights`` or ``width``; ``time_model``: gradient
-    descent at the training step or gradient flow). With ``alignment`` the report adds the
-    phase (``"alignment"``) and the GDLN of its settled patterns as the candidate ``aligned``
-    (``"from_alignment": true``); ``follows`` is chosen among the spec's candidates."""
+    Every prediction is computed from the runs' initial weights before the losses are read.
+    With ``alignment`` the report adds the phase (``alignment``) and the GDLN of its settled
+    patterns as the candidate ``aligned`` (``from_alignment`` true); ``follows`` is chosen
+    among the spec's candidates.
+
+    Args:
+        task: the task and its candidate networks.
+        overrides: parameter values that replace the spec's (name -> value).
+        seeds: the ReLU seeds to train (default: the spec's).
+        epochs: the epochs to train (default: the spec's).
+        models: the task's derivations and compiled predictions, to reuse across calls.
+        representations: on context tasks, also train the followed candidate and compare its
+            hidden representations with the ReLU network's (MDS).
+        initial_conditions: where the predictions start: ``alignment`` (the end of the ReLU
+            runs' alignment phase), ``weights`` (their initial weights) or ``width``.
+        time_model: ``gradient descent`` at the training step or ``gradient flow`` (default:
+            gradient descent with ``alignment``, the only one offered otherwise being gradient flow).
+
+    Returns:
+        The comparison (`VerifyReport`; ``to_json()`` is ``gdln verify --json``).
+
+    Raises:
+        SpecError: for settings the task cannot train with, or a pair of initial conditions and
+            time model that is not offered."""
     models = models or TaskPredictions(task)
     if not task.networks:
         raise SpecError(task.source, "network", "verification needs at least one [[network]]")

@@ -34,7 +34,14 @@ _SHOWN = [False]
 
 @contextmanager
 def shown_progress(shown: bool = True) -> Iterator[None]:
-    """Inside the block, long work reports its stages on stderr (``shown=False``: it does not)."""
+    """Inside the block, long work reports its stages on stderr.
+
+    Args:
+        shown: whether it does (``False`` silences the work inside a block that shows it).
+
+    Returns:
+        A context manager: ``with shown_progress(): report = gdln.race_report(task)``.
+    """
     before = _SHOWN[0]
     _SHOWN[0] = shown
     try:

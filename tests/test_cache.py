@@ -392,7 +392,7 @@ def test_derive_summary_is_read_back_and_a_stale_or_garbled_one_recomputed(capsy
     deriving or printing anything again. A summary file cut short, changed after it was written
     (still valid JSON), or written for other parameter values is computed again and rewritten:
     the output stays the cold run's."""
-    from gdln.verify import reports
+    from gdln.verify import derivation_report as reports
 
     monkeypatch.setenv(cache.CACHE_ENV, str(tmp_path))
     previous = cache.cache_root()

@@ -97,7 +97,14 @@ class ModeRef:
 
 
 class NetworkDerivation:
-    """Effective datasets, modes, assumption checks, race ODEs, closed forms and loss of a network."""
+    """Effective datasets, modes, assumption checks, race ODEs, closed forms and loss of a network.
+
+    Every part is an exact SymPy object computed on first use (cached properties).
+
+    Args:
+        task: the task whose data the network learns.
+        network: one of the task's networks, or its name.
+    """
 
     def _repr_latex_(self) -> str:
         """Jupyter shows a derivation as its LaTeX: the body that ``gdln derive --latex-fragment``

@@ -3,15 +3,16 @@
 One import name, in layers that import one way only:
 ``gdln.cli -> gdln.figures -> gdln.verify -> gdln.numeric -> gdln.derive``.
 
-- :mod:`gdln.derive` (SymPy): specs, effective correlations, modes, race ODEs, closed forms,
+- `gdln.derive` (SymPy): specs, effective correlations, modes, race ODEs, closed forms,
   crossovers and LaTeX, as exact expressions;
-- :mod:`gdln.numeric` (JAX): the one hand-off to compiled functions, integration, training;
-- :mod:`gdln.verify`: theory against trained networks, the reports behind the commands;
-- :mod:`gdln.figures`: the papers' figures and the phase diagram.
+- `gdln.numeric` (JAX): the one hand-off to compiled functions, integration, training;
+- `gdln.verify`: theory against trained networks, the reports behind the commands;
+- `gdln.figures`: the papers' figures and the phase diagram.
 
 The names below are the entry points most work starts from. They are imported on first use,
-so ``import gdln`` is cheap and changes no global setting: call :func:`use_x64` (the ``gdln``
-command does) before computing, or work inside ``with x64(): ...``.
+so ``import gdln`` is cheap and changes no global setting: call `use_x64` (the ``gdln``
+command does) before computing, or work inside ``with x64(): ...``. The reports print nothing
+while they work unless asked: ``with gdln.shown_progress(): ...`` shows their stages on stderr.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ _EXPORTS = {
     "Axis": "gdln.verify.sweep",
     "trained_points": "gdln.verify.sweep",
     "unique_report": "gdln.verify.uniqueness",
+    "shown_progress": "gdln.verify.progress",
 }
 
 __all__ = [
@@ -56,6 +58,7 @@ __all__ = [
     "load_spec",
     "parse_axis",
     "race_report",
+    "shown_progress",
     "simulate_report",
     "sweep_report",
     "task_from_dict",
@@ -76,6 +79,7 @@ if TYPE_CHECKING:
     from gdln.numeric.prediction import Prediction, TaskPredictions
     from gdln.verify.derivation_report import derive_report
     from gdln.verify.following import verify_report
+    from gdln.verify.progress import shown_progress
     from gdln.verify.race import race_report
     from gdln.verify.simulation import simulate_report
     from gdln.verify.sweep import Axis, parse_axis, sweep_report, trained_points

@@ -95,6 +95,8 @@ def _run(argv) -> int:
     from gdln.verify.checks import GdlnWarning
 
     args = build_parser().parse_args(argv)
+    from gdln.verify.progress import shown_progress
+
     use_x64()  # gdln computes in 64-bit; importing its packages does not switch it on
     if args.command not in WITHOUT_JAX:
         try:
@@ -120,7 +122,8 @@ def _run(argv) -> int:
         if getattr(args, "strict", False):
             warnings.simplefilter("error", GdlnWarning)
         try:
-            args.run(args)
+            with shown_progress():  # the library is silent unless asked; the command shows its stages
+                args.run(args)
             cache.flush()
         except (GdlnError, GdlnWarning) as error:
             print(f"gdln: error: {printable(_one_line(error))}", file=sys.stderr)

@@ -63,10 +63,12 @@ _STEP_BUCKET = 2048
 class Prediction:
     """Predicted learning dynamics of one network, from its derivation.
 
-    Arguments in every method: ``ts`` epochs, shape ``(T,)``; ``init_scale`` the standard
-    deviation of the initial weights; ``tau = 1/learning_rate``; ``values`` the parameter
-    values in the order of ``derivation.parameters``. Seeds enter as ``log a0`` so init scales
-    whose ``a0`` underflows still give the right curves.
+    Seeds enter as ``log a0`` so init scales whose ``a0`` underflows still give the right curves.
+
+    Args:
+        derivation: the network's derivation.
+        kind: the dynamics to follow: ``closed form``, ``race ODE`` or ``reduced flow``
+            (default: the first the derivation allows, as `kind` says).
     """
 
     def __init__(self, derivation: NetworkDerivation, *, kind: str | None = None):
@@ -111,7 +113,17 @@ class Prediction:
         return expected_log_initial_strengths(self.compiled, init_scale)
 
     def loss_curve(self, ts, init_scale: float, tau: float, values: Sequence[float]) -> np.ndarray:
-        """Loss at epochs ``ts``, shape ``(T,)``, every pathway started from its width."""
+        """The predicted loss, every pathway started from its width.
+
+        Args:
+            ts: epochs, shape ``(T,)``.
+            init_scale: the standard deviation of the initial weights.
+            tau: ``1 / learning_rate``.
+            values: the parameter values, in the order of ``derivation.parameters``.
+
+        Returns:
+            The loss at ``ts``, shape ``(T,)``.
+        """
         return np.asarray(self.engine.loss_curve_from_log(ts, self.log_initial_strengths(init_scale), tau, values))
 
     def race(
@@ -122,7 +134,19 @@ class Prediction:
         horizon: float,
         fractions: Sequence[float] = (0.5, 0.1),
     ) -> RaceResult:
-        """Times to reach ``fractions`` of the initial loss, solved on the dynamics (no grid)."""
+        """Times to reach ``fractions`` of the initial loss, solved on the dynamics (no grid).
+
+        Args:
+            init_scale: the standard deviation of the initial weights.
+            tau: ``1 / learning_rate``.
+            values: the parameter values, in the order of ``derivation.parameters``.
+            horizon: the last epoch raced; a crossing after it is infinite.
+            fractions: the fractions of the initial loss whose crossings are solved.
+
+        Returns:
+            The crossings (fraction -> epoch), the loss at the horizon over the initial loss, and
+            where an ODE stopped short of the horizon, if one did.
+        """
         return self.engine.race(self.log_initial_strengths(init_scale), tau, values, horizon, fractions)
 
     def relu_loss_curve(
@@ -158,9 +182,22 @@ class Prediction:
 
         Before a seed's phase ends (epoch ``T``) its curve is the phase's own loss. From ``T`` on,
         every pathway starts from the units whose settled gates are its gate
-        (:func:`numeric.initial_conditions.aligned_mode_seeds`) and the clock runs from ``T``.
-        ``time`` is :data:`GRADIENT_DESCENT` (``ts`` must then be whole epochs) or
-        :data:`GRADIENT_FLOW`. Nothing here sees a trained loss."""
+        (`numeric.initial_conditions.aligned_mode_seeds`) and the clock runs from ``T``.
+        Nothing here sees a trained loss.
+
+        Args:
+            ts: epochs, shape ``(T,)``; whole epochs with gradient descent.
+            alignment: the seeds' alignment phase (`numeric.alignment`).
+            learning_rate: the training's learning rate.
+            values: the parameter values, in the order of ``derivation.parameters``.
+            time: ``GRADIENT_DESCENT`` (at the training step) or ``GRADIENT_FLOW``.
+
+        Returns:
+            The seeds' mean predicted loss at ``ts``, shape ``(T,)``.
+
+        Raises:
+            ValueError: for a ``time`` that is neither.
+        """
         if time not in TIME_MODELS:
             raise ValueError(f"time must be one of {TIME_MODELS}, not {time!r}")
         ts = np.asarray(ts, dtype=np.float64)

@@ -269,3 +269,19 @@ def test_zero_shot_help_states_the_report_defaults(capsys):
     defaults = inspect.signature(zero_shot_report).parameters
     assert f"seeds per point (default {defaults['seeds'].default})" in text
     assert f"training epochs (default {defaults['epochs'].default})" in text
+
+
+# --- startup (issue 37): --help and --version load neither SymPy nor JAX -------------------------
+
+
+@pytest.mark.parametrize("flag", ["--version", "--help"])
+def test_help_and_version_import_neither_jax_nor_sympy(flag):
+    """`gdln --help` and `gdln --version` answer in a fraction of a second: the packages'
+    re-exports (derive.lazy) and the commands' heavy imports wait until a command runs."""
+    run = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "gdln", flag], capture_output=True, text=True, check=True
+    )
+    imported = {line.rsplit("|", 1)[-1].strip() for line in run.stderr.splitlines() if line.startswith("import time:")}
+    assert "gdln.cli" in imported
+    heavy = {module for module in imported if module.split(".")[0] in {"jax", "jaxlib", "sympy", "numpy", "scipy"}}
+    assert heavy == set()

@@ -95,3 +95,121 @@ def test_tutorials_execute(notebook, tmp_path):
     ).execute()
     outputs = [o for cell in document.cells if cell.cell_type == "code" for o in cell.get("outputs", [])]
     assert outputs and not any(o.get("output_type") == "error" for o in outputs)
+
+
+# --- the site builds on a fresh clone, the first time (issue 37) ---------------------------------
+
+
+def _fresh_copy(destination: Path) -> Path:
+    """The repository's files as a clone has them (tracked and new, not ignored): no build/."""
+    listed = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split("\0")
+    for name in filter(None, listed):
+        source = ROOT / name
+        if source.is_file():
+            (destination / name).parent.mkdir(parents=True, exist_ok=True)
+            (destination / name).write_bytes(source.read_bytes())
+    assert not (destination / "build").exists()
+    return destination
+
+
+def _build_site(folder: Path, execute: bool) -> subprocess.CompletedProcess:
+    mkdocs = Path(sys.executable).with_name("mkdocs")
+    if not mkdocs.exists():
+        pytest.skip("mkdocs is not installed (pip install -e '.[docs]')")
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "GDLN_DOCS_EXECUTE": "true" if execute else "false"}
+    return subprocess.run(
+        [str(mkdocs), "build", "--strict", "--site-dir", str(folder / "site")],
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+def test_the_site_builds_the_first_time_on_a_fresh_clone(tmp_path):
+    """The API page's tree (build/typecheck) is linked before mkdocstrings reads its paths: the
+    first build once failed with "gdln.derive.spec.load_spec could not be found"."""
+    build = _build_site(_fresh_copy(tmp_path), execute=False)
+    assert build.returncode == 0, build.stderr[-3000:]
+    assert "load_spec" in (tmp_path / "site" / "api" / "index.html").read_text(encoding="utf-8")
+
+
+@pytest.mark.slow
+def test_the_tutorials_render_with_their_outputs(tmp_path):
+    build = _build_site(_fresh_copy(tmp_path), execute=True)
+    assert build.returncode == 0, build.stderr[-3000:]
+    for notebook in NOTEBOOKS:
+        page = (tmp_path / "site" / "notebooks" / notebook.stem / "index.html").read_text(encoding="utf-8")
+        assert page.count("jp-OutputArea-output") >= 3, notebook.stem
+
+
+# --- the API page: one docstring style, no Sphinx roles (issue 37) ------------------------------
+
+#: a Sphinx role, which mkdocstrings prints literally (write `name` or [name][gdln.x.y])
+SPHINX_ROLE = re.compile(r":(?:func|class|mod|data|attr|meth|obj|exc|const):`")
+
+
+def _api_entries() -> list[tuple[str, object, list[str] | None]]:
+    """The objects the API page renders (``::: name``), with the members its options list
+    (``None`` where it lists none: mkdocstrings' defaults)."""
+    import importlib
+
+    entries, text = [], (ROOT / "docs" / "api.md").read_text(encoding="utf-8")
+    for block in re.split(r"^(?=::: )", text, flags=re.M)[1:]:
+        name = block.split()[1]
+        members = re.findall(r"^        - (\w+)$", block, flags=re.M)
+        if re.search(r"^      members: false$", block, flags=re.M):
+            members = []
+        module, _, attribute = name.rpartition(".")
+        try:
+            found = getattr(importlib.import_module(module), attribute) if module else importlib.import_module(name)
+        except ModuleNotFoundError:  # the page names a module itself
+            found = importlib.import_module(name)
+        entries.append((name, found, members or (None if not re.search("members:", block) else [])))
+    return entries
+
+
+def _documented(name, found, members) -> list[tuple[str, object]]:
+    """``(name, object)`` for each docstring the page shows for an entry: the object's, and its
+    members' (those listed, or a class's public methods where none are listed)."""
+    import inspect
+
+    shown = [(name, found)]
+    if inspect.isclass(found):
+        if members is None:
+            members = [m for m, v in vars(found).items() if not m.startswith("_") and inspect.isfunction(v)]
+        shown += [(f"{name}.{member}", getattr(found, member)) for member in members]
+    return shown
+
+
+def test_the_api_page_renders_every_entry_it_names():
+    assert len(_api_entries()) >= 15
+
+
+def test_api_docstrings_have_no_sphinx_roles_and_google_sections():
+    """mkdocstrings reads Google-style docstrings and prints a Sphinx role (`:func:`) as it is:
+    every docstring the API page shows is free of them, and every function it shows has an
+    Args section (where it takes arguments) and a Returns section."""
+    import inspect
+
+    roles, sections = [], []
+    for entry in _api_entries():
+        for name, found in _documented(*entry):
+            doc = inspect.getdoc(found) or ""
+            if SPHINX_ROLE.search(doc):
+                roles.append(name)
+            if inspect.isroutine(found):
+                arguments = [p for p in inspect.signature(found).parameters if p not in ("self", "cls")]
+                if arguments and not re.search(r"^(Args|Parameters):$", doc, flags=re.M):
+                    sections.append(f"{name}: no Args section")
+                if not re.search(r"^Returns:$", doc, flags=re.M):
+                    sections.append(f"{name}: no Returns section")
+    assert roles == []
+    assert sections == []

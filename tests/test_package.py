@@ -85,7 +85,7 @@ def test_reports_show_as_tables_and_stay_dicts():
     assert len(rows) == 2
     crossover = [line for line in table if line.startswith("crossover linear / xor")]
     assert crossover and "Delta* = 1.633" in crossover[0]
-    assert json.loads(json.dumps(report)) == json.loads(json.dumps(dict(report)))
+    assert json.loads(json.dumps(report.to_json())) == json.loads(json.dumps(dict(report)))
 
 
 def test_derivation_latex_display_compiles(tmp_path):

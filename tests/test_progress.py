@@ -7,7 +7,9 @@ import io
 import pytest
 
 from gdln import figures
-from gdln.verify.progress import Stages, progress
+from gdln.verify.progress import Stages, progress, shown_progress
+
+from .helpers import XOR_SPEC
 
 
 class Terminal(io.StringIO):
@@ -95,7 +97,33 @@ def test_figures_write_a_line_per_figure_to_a_log_before_drawing_it(monkeypatch,
 
     names = ["figure2", "figure3", "routing"]
     monkeypatch.setattr(figures, "FIGURES", {name: stand_in(name) for name in names})
-    paths = figures.regenerate(tmp_path, quick=True)
+    with shown_progress():  # as `gdln figures` runs it
+        paths = figures.regenerate(tmp_path, quick=True)
     assert [p.name for p in paths] == [f"{name}.png" for name in names]
     for k, name in enumerate(names):
         assert len(held[name]) == k + 1 and name in held[name][-1]
+
+
+# --- the library prints nothing unless asked; the command shows its stages (issue 37) -----------
+
+
+def test_a_report_called_from_python_writes_nothing_to_stderr(capfd):
+    from gdln.derive.spec import load_spec
+    from gdln.verify.race import race_report
+    from gdln.verify.uniqueness import unique_report
+
+    task = load_spec(XOR_SPEC)
+    race_report(task)
+    unique_report(task)
+    assert capfd.readouterr().err == ""
+    with shown_progress():  # asked for: the stages come back
+        unique_report(task)
+    assert "unique 1/3: automorphisms of the data" in capfd.readouterr().err
+
+
+def test_the_command_still_shows_its_stages(capfd):
+    from gdln.cli import main
+
+    assert main(["unique", str(XOR_SPEC), "--json"]) == 0
+    err = capfd.readouterr().err
+    assert "unique 1/3: automorphisms of the data" in err and "race 1/2: linear" in err

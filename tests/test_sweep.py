@@ -13,6 +13,7 @@ from gdln.cli import main
 from gdln.derive.spec import load_spec, task_from_dict
 from gdln.numeric.training import initial_relu_weights, train_relu, train_relu_points
 from gdln.verify.following import verify_report
+from gdln.verify.progress import shown_progress
 from gdln.verify.race import race_report
 from gdln.verify.sweep import parse_axis, sweep_report
 from gdln.verify.sweep_checks import check_points
@@ -245,7 +246,8 @@ def test_ode_sweep_is_the_race_at_each_point(ode_task, capsys):
     horizon at 1e-100), at two values of Delta."""
     task, models = ode_task
     axes = [parse_axis("Delta=0.5:2:2", task), parse_axis("init_scale=1e-100:1e-2:4:log", task)]
-    report = sweep_report(task, axes, models=models)
+    with shown_progress():  # as `gdln sweep` runs it
+        report = sweep_report(task, axes, models=models)
     assert report["seeds"]["aligned"] is None  # deep pathways: no alignment-seeded race
     progress = capsys.readouterr().err
     assert "sweep 1/1: width-seeded race at 8 points" in progress  # and no stage for a race not run
@@ -774,22 +776,28 @@ def test_sweep_markdown_agreement_counts_each_subset():
 
     counts = {"checked": 4, "agree": 1, "aligned_agree": 3}
     report = SweepReport(
-        {
-            "validity": 0.05,
-            "agreement": {
-                **counts,
-                "within_assumptions": {"checked": 3, "agree": 1, "aligned_agree": 3},
-                "decided": {"checked": 2, "agree": 0, "aligned_agree": 2},
-                "disagree_points": [
-                    {
-                        "next_to_aligned_boundary": True,
-                        "outside_validity": False,
-                        "outside_assumptions": True,
-                        "decided": False,
-                    }
-                ],
-            },
-        }
+        spec="<python>",
+        axes=[],
+        seeds={},
+        assumptions={},
+        points=[],
+        invalid_points=[],
+        crossovers=[],
+        timing={},
+        validity=0.05,
+        agreement={
+            **counts,
+            "within_assumptions": {"checked": 3, "agree": 1, "aligned_agree": 3},
+            "decided": {"checked": 2, "agree": 0, "aligned_agree": 2},
+            "disagree_points": [
+                {
+                    "next_to_aligned_boundary": True,
+                    "outside_validity": False,
+                    "outside_assumptions": True,
+                    "decided": False,
+                }
+            ],
+        },
     )
     rows = dict(line.strip("|").split("|")[:2] for line in report._agreement().splitlines()[2:])
     rows = {k.strip(): v.strip() for k, v in rows.items()}

@@ -177,16 +177,35 @@ def verify_report(
     representations: bool = True,
     initial_conditions: str = ALIGNMENT,
     time_model: str | None = None,
-) -> dict:
+) -> VerifyReport:
     """Train the ReLU network and say which candidate network it follows, and how closely;
     with ``data.contexts``, add the census of its hidden units and the MDS comparison with
     the followed candidate trained as a GDLN with explicit gates.
 
-    Every prediction is computed from the runs' initial weights before the losses are read
-    (``initial_conditions``: ``alignment``, ``weights`` or ``width``; ``time_model``: gradient
-    descent at the training step or gradient flow). With ``alignment`` the report adds the
-    phase (``"alignment"``) and the GDLN of its settled patterns as the candidate ``aligned``
-    (``"from_alignment": true``); ``follows`` is chosen among the spec's candidates."""
+    Every prediction is computed from the runs' initial weights before the losses are read.
+    With ``alignment`` the report adds the phase (``alignment``) and the GDLN of its settled
+    patterns as the candidate ``aligned`` (``from_alignment`` true); ``follows`` is chosen
+    among the spec's candidates.
+
+    Args:
+        task: the task and its candidate networks.
+        overrides: parameter values that replace the spec's (name -> value).
+        seeds: the ReLU seeds to train (default: the spec's).
+        epochs: the epochs to train (default: the spec's).
+        models: the task's derivations and compiled predictions, to reuse across calls.
+        representations: on context tasks, also train the followed candidate and compare its
+            hidden representations with the ReLU network's (MDS).
+        initial_conditions: where the predictions start: ``alignment`` (the end of the ReLU
+            runs' alignment phase), ``weights`` (their initial weights) or ``width``.
+        time_model: ``gradient descent`` at the training step or ``gradient flow`` (default:
+            gradient descent with ``alignment``, the only one offered otherwise being gradient flow).
+
+    Returns:
+        The comparison (`VerifyReport`; ``to_json()`` is ``gdln verify --json``).
+
+    Raises:
+        SpecError: for settings the task cannot train with, or a pair of initial conditions and
+            time model that is not offered."""
     models = models or TaskPredictions(task)
     if not task.networks:
         raise SpecError(task.source, "network", "verification needs at least one [[network]]")
@@ -244,18 +263,16 @@ def verify_report(
     ]
     follows, follow_notes = followed_candidate(networks)
     notes += follow_notes
-    report: dict[str, Any] = VerifyReport(
-        {
-            "parameters": {s.name: v for s, v in values.items()},
-            "seeds": training.seeds,
-            "epochs": training.epochs,
-            "initial_conditions": initial_conditions,
-            "time_model": time_model,
-            "follows": follows,
-            "resolution": follow_resolution(networks, follows, np.asarray(run.losses)[:, ::stride]),
-            "networks": networks,
-        }
-    )
+    report: dict[str, Any] = {
+        "parameters": {s.name: v for s, v in values.items()},
+        "seeds": training.seeds,
+        "epochs": training.epochs,
+        "initial_conditions": initial_conditions,
+        "time_model": time_model,
+        "follows": follows,
+        "resolution": follow_resolution(networks, follows, np.asarray(run.losses)[:, ::stride]),
+        "networks": networks,
+    }
     if alignment is not None:
         report["alignment"] = alignment_entry(alignment, [*task.networks, *extra])
     if notes:
@@ -268,4 +285,4 @@ def verify_report(
             reln, _, _ = train_network(task, follows, overrides, 1, epochs, models)
             report["mds"] = {"network": follows, **mds_comparison(*hidden_layers(task, run, reln, follows, inputs))}
     step.close()
-    return report
+    return VerifyReport.from_json(report)

@@ -70,18 +70,32 @@ def race_report(
     overrides: Mapping[str, float] | None = None,
     models: TaskPredictions | None = None,
     staged: bool = False,
-) -> dict:
+) -> RaceReport:
     """Rank the candidate networks by their predicted time to learn, and find crossovers.
 
     ``t_half``/``t_90`` are solved on the predicted dynamics, not read off a grid: inverted
     closed forms (brentq on the sum of logistics), or crossings located within one solver step
-    of the race ODE / reduced flow and solved there (:func:`numeric.race.ode_race`). ``epochs``
-    only sets the horizon: a crossing after it is ``null``, and ``horizon`` says where that is;
+    of the race ODE / reduced flow and solved there (`numeric.race.ode_race`). ``epochs``
+    only sets the horizon: a crossing after it is ``None``, and ``horizon`` says where that is;
     ``final_loss`` is the loss at the horizon over the initial loss. Seeds enter as ``log a0``,
     so init scales whose ``a0`` underflows give the right crossings. ``stopped_at``/``notes``
-    appear only when an ODE could not be followed to the horizon. ``winner`` is ``null`` when no
+    appear only when an ODE could not be followed to the horizon. ``winner`` is ``None`` when no
     prediction is finite, or when none reaches 10% within the horizon and the best losses at the
-    horizon are equal."""
+    horizon are equal.
+
+    Args:
+        task: the task and its candidate networks.
+        overrides: parameter values that replace the spec's (name -> value).
+        models: the task's derivations and compiled predictions, to reuse across calls.
+        staged: also give each network with interacting pathways its staged approximation
+            (first pathway, then the rest on its residual) and that approximation's error.
+
+    Returns:
+        The race (`RaceReport`; ``to_json()`` is ``gdln race --json``).
+
+    Raises:
+        SpecError: for a task without networks or parameter values out of range.
+    """
     models = models or TaskPredictions(task)
     check_values(task, overrides, models)
     if not task.networks:
@@ -127,7 +141,7 @@ def race_report(
     winner, _ = race_winner(networks)
     pairs = combinations(derivations, 2)
     found = crossover_entries([c for a, b in pairs for c in models.crossovers(a, b, values)], values)
-    return RaceReport(
+    return RaceReport.from_json(
         {
             "parameters": {s.name: v for s, v in values.items()},
             "horizon": horizon,

@@ -15,6 +15,7 @@ from gdln.numeric.sharding import device_count
 from gdln.numeric.training import gdln_layout, train_gdln, train_relu
 
 from .checks import check_training_size, check_values
+from .display import SimulateReport
 from .entries import epoch_grid, parameter_vector
 from .files import CURVES_SUFFIXES, write_atomic
 from .rules import finite_crossing
@@ -79,7 +80,7 @@ def simulate_report(
     out: str | None = None,
     *,
     dtype: str = "float64",
-) -> dict:
+) -> SimulateReport:
     check_values(task, overrides, derivations=False)
     run, values, training = train_network(task, model, overrides, seeds, epochs, dtype=dtype)
     ts = epoch_grid(training.epochs)
@@ -111,4 +112,4 @@ def simulate_report(
     }
     if notes:
         report["notes"] = notes
-    return report
+    return SimulateReport.from_json(report)

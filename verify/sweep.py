@@ -92,8 +92,20 @@ class Axis:
 
 
 def parse_axis(text: str, task: Task) -> Axis:
-    """``NAME=START:STOP:NUM[:log]`` as an :class:`Axis`; one-line :class:`SpecError` naming the
-    flag otherwise. Nothing in ``text`` is evaluated: the bounds are plain numbers."""
+    """An axis of a sweep, read from ``NAME=START:STOP:NUM[:log]``.
+
+    Nothing in ``text`` is evaluated: the bounds are plain numbers.
+
+    Args:
+        text: the axis, as ``gdln sweep --grid`` takes it; ``NAME`` is a spec parameter or
+            ``init_scale``, ``learning_rate``, ``hidden_units``.
+        task: the task whose parameters the axis may name.
+
+    Returns:
+        The axis: its name, its values and whether they are spaced on a log scale.
+
+    Raises:
+        SpecError: one line naming the flag, for text that is not such an axis."""
     name, sep, spec = text.partition("=")
     name = name.strip()
     if not sep or not name:
@@ -402,9 +414,23 @@ def sweep_report(
     *,
     check: int = 0,
     models: TaskPredictions | None = None,
-) -> dict:
+) -> SweepReport:
     """The race at every grid point (width- and alignment-seeded), the derived crossovers, and
-    at ``check`` points the candidate trained ReLU networks follow (see the module docstring)."""
+    at ``check`` points the candidate trained ReLU networks follow (see the module docstring).
+
+    Args:
+        task: the task and its candidate networks.
+        axes: one or two axes (`parse_axis`), the last varying fastest.
+        overrides: parameter values that replace the spec's (name -> value) off the axes.
+        check: the number of grid points at which ReLU networks are trained, chosen to cover
+            the grid and its boundaries.
+        models: the task's derivations and compiled predictions, to reuse across calls.
+
+    Returns:
+        The phase diagram (`SweepReport`; ``to_json()`` is ``gdln sweep --json``).
+
+    Raises:
+        SpecError: for axes or values the task cannot be raced at."""
     check_axes(axes)
     check_sweep_size(task, axes, check)
     if not task.networks:
@@ -492,7 +518,7 @@ def sweep_report(
 
     step.close()
     near_boundary = set(boundary_points(aligned_labels, grid.shape).tolist())
-    return SweepReport(
+    return SweepReport.from_json(
         {
             "spec": task.source,
             "axes": [{"name": a.name, "values": list(a.values), "log": a.log} for a in axes],
@@ -531,7 +557,7 @@ class TrainedPoint:
         index: the point's index in the grid.
         values: the spec's parameter values there.
         training: its training settings (learning rate, init scale, width, seeds).
-        initial: the seeds' initial weights (:func:`numeric.training.initial_relu_weights`).
+        initial: the seeds' initial weights (`numeric.training.initial_relu_weights`).
         ts: the epochs of the samples.
         losses: ``(seeds, samples)``, every seed's ReLU loss at ``ts``.
         predictions: each candidate's loss predicted from the seeds' alignment phase, followed
@@ -553,8 +579,16 @@ def trained_points(
     task: Task, axes: Sequence[Axis], overrides: Mapping[str, float] | None = None, *, seeds: int | None = None
 ) -> list[TrainedPoint]:
     """Train the ReLU network at every point of the grid ``axes`` (all points and seeds of a width
-    in one program, :func:`numeric.training.train_relu_points`), each beside verify's predictions;
-    ``seeds`` replaces the spec's number of seeds."""
+    in one program, `numeric.training.train_relu_points`), each beside verify's predictions.
+
+    Args:
+        task: the task and its candidate networks.
+        axes: one or two axes (`parse_axis`), the last varying fastest.
+        overrides: parameter values that replace the spec's (name -> value) off the axes.
+        seeds: the number of seeds (default: the spec's).
+
+    Returns:
+        One `TrainedPoint` per grid point, in the grid's order."""
     overrides = dict(overrides or {})
     if seeds is not None:
         task = task.with_training(seeds=seeds)

@@ -49,9 +49,21 @@ def unique_report(
     patterns: str = "all",
 ) -> UniqueReport:
     """Orbits of the spec's candidate networks, their race, whether the fastest orbit is alone,
-    and the union network's growth. With ``max_pathways`` the candidates are the exhaustive
-    search's (:mod:`verify.search`): every network of at most that many realizable patterns
-    (``patterns``: ``"all"``, ``"contexts"`` or ``"self-consistent"``), one per orbit already."""
+    and the union network's growth.
+
+    Args:
+        task: the task and its candidate networks.
+        overrides: parameter values that replace the spec's (name -> value).
+        max_pathways: replace the spec's candidates by the exhaustive search's
+            (`verify.search`): every network of at most that many realizable patterns, one
+            per orbit already.
+        patterns: the search's patterns: ``"all"``, ``"contexts"`` or ``"self-consistent"``.
+
+    Returns:
+        The orbits and the verdict (`UniqueReport`; ``to_json()`` is ``gdln unique --json``).
+
+    Raises:
+        SpecError: for a task without networks, or a search the task is too large for."""
     search = None
     if max_pathways is not None:
         task, search = searched_task(task, overrides, max_pathways, patterns)
@@ -112,4 +124,4 @@ def unique_report(
     }
     if search is not None:
         report["search"] = search
-    return UniqueReport(report)
+    return UniqueReport.from_json(report)

@@ -12,36 +12,52 @@ Everything outside this package enters through the names re-exported here:
 - ``limits``: every size a spec can state, checked before any work.
 """
 
-from .expressions import EvaluationError, evaluate, parse_expression
-from .graph import Graph, gate_at, graph_entry, module_graph
-from .limits import (
-    DATA_MAGNITUDE,
-    MAX_ACTIVATIONS,
-    MAX_EPOCHS,
-    MAX_LOSS_VALUES,
-    MAX_SEEDS,
-    MAX_SWEEP_RUNS,
-    MAX_SWEEP_TRAINING_RUNS,
-    MAX_UNITS,
-    MAX_WEIGHTS,
-)
-from .reader import Network, Pathway, Task, Training, load_spec, task_from_dict, training_value
-from .tasks import (
-    STRUCTURES,
-    chain,
-    clusters,
-    context_subset_candidates,
-    context_task,
-    cross,
-    digits_routing_task,
-    digits_task,
-    hierarchy,
-    ring,
-    routing_task,
-    section6_task,
-    to_toml,
-    xor_task,
-)
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from gdln.derive.lazy import lazy_exports
+
+#: public name -> the submodule that defines it, imported on first use (derive.lazy)
+_EXPORTS = {
+    "EvaluationError": ".expressions",
+    "evaluate": ".expressions",
+    "parse_expression": ".expressions",
+    "Graph": ".graph",
+    "gate_at": ".graph",
+    "graph_entry": ".graph",
+    "module_graph": ".graph",
+    "DATA_MAGNITUDE": ".limits",
+    "MAX_ACTIVATIONS": ".limits",
+    "MAX_EPOCHS": ".limits",
+    "MAX_LOSS_VALUES": ".limits",
+    "MAX_SEEDS": ".limits",
+    "MAX_SWEEP_RUNS": ".limits",
+    "MAX_SWEEP_TRAINING_RUNS": ".limits",
+    "MAX_UNITS": ".limits",
+    "MAX_WEIGHTS": ".limits",
+    "Network": ".reader",
+    "Pathway": ".reader",
+    "Task": ".reader",
+    "Training": ".reader",
+    "load_spec": ".reader",
+    "task_from_dict": ".reader",
+    "training_value": ".reader",
+    "STRUCTURES": ".tasks",
+    "chain": ".tasks",
+    "clusters": ".tasks",
+    "context_subset_candidates": ".tasks",
+    "context_task": ".tasks",
+    "cross": ".tasks",
+    "digits_routing_task": ".tasks",
+    "digits_task": ".tasks",
+    "hierarchy": ".tasks",
+    "ring": ".tasks",
+    "routing_task": ".tasks",
+    "section6_task": ".tasks",
+    "to_toml": ".tasks",
+    "xor_task": ".tasks",
+}
 
 __all__ = [
     "DATA_MAGNITUDE",
@@ -82,3 +98,37 @@ __all__ = [
     "training_value",
     "xor_task",
 ]
+
+if TYPE_CHECKING:
+    from .expressions import EvaluationError, evaluate, parse_expression
+    from .graph import Graph, gate_at, graph_entry, module_graph
+    from .limits import (
+        DATA_MAGNITUDE,
+        MAX_ACTIVATIONS,
+        MAX_EPOCHS,
+        MAX_LOSS_VALUES,
+        MAX_SEEDS,
+        MAX_SWEEP_RUNS,
+        MAX_SWEEP_TRAINING_RUNS,
+        MAX_UNITS,
+        MAX_WEIGHTS,
+    )
+    from .reader import Network, Pathway, Task, Training, load_spec, task_from_dict, training_value
+    from .tasks import (
+        STRUCTURES,
+        chain,
+        clusters,
+        context_subset_candidates,
+        context_task,
+        cross,
+        digits_routing_task,
+        digits_task,
+        hierarchy,
+        ring,
+        routing_task,
+        section6_task,
+        to_toml,
+        xor_task,
+    )
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -253,7 +253,17 @@ def _split_units(network: Network, hidden_units: int) -> Network:
 
 
 def load_spec(path: str | Path) -> Task:
-    """Read and validate a TOML spec file."""
+    """Read and validate a TOML spec file.
+
+    Args:
+        path: the spec file (TOML; the layout is on the Specs page).
+
+    Returns:
+        The task: its data, parameters, training settings and candidate networks.
+
+    Raises:
+        SpecError: one line naming the file and the key, for anything the spec gets wrong.
+    """
     path = Path(path)
     source = str(path)
     try:
@@ -316,7 +326,19 @@ def _check_integer_literals(text: str, source: str) -> None:
 
 
 def task_from_dict(document: Mapping[str, Any], source: str = "<python>", default_title: str = "task") -> Task:
-    """Validate a nested dictionary with the spec layout and build a :class:`Task`."""
+    """Validate a nested dictionary with the spec layout and build a `Task`.
+
+    Args:
+        document: the spec as `tomllib.loads` gives it (the layout is on the Specs page).
+        source: the name errors give for the spec (a file's path, or ``<python>``).
+        default_title: the task's title where the spec states none.
+
+    Returns:
+        The task, as `load_spec` builds it from a file.
+
+    Raises:
+        SpecError: one line naming ``source`` and the key, for anything the spec gets wrong.
+    """
     _require_table(document, source, "spec")
     _check_nesting(document, source)
     _reject_unknown(document, TOP_LEVEL_KEYS, source, "")

@@ -11,9 +11,10 @@ import random
 from collections.abc import Sequence
 from fractions import Fraction
 from itertools import combinations
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:  # numpy is imported by the digits builders that use it: `gdln task --help` lists STRUCTURES
+    import numpy as np
 
 from ..errors import SpecError
 from .limits import MAX_DATA_ENTRIES
@@ -396,6 +397,7 @@ def _digit_pixels(
     """The first ``per_class`` images of each of ``classes`` from scikit-learn's bundled digits:
     pixels centred over them, constant pixels dropped, optionally projected onto ``projection``
     seeded Gaussian directions, scaled to mean squared norm 1; with each image's class position and digit."""
+    import numpy as np
     from sklearn.datasets import load_digits
 
     if not classes or len(set(classes)) != len(classes) or not all(0 <= c <= 9 for c in classes):
@@ -440,6 +442,8 @@ def digits_task(
     = D`` the centred pixels are first projected onto ``D`` dimensions by a seeded Gaussian
     matrix. Candidates: ``linear`` (one pathway on every image) and ``by-class`` (one pathway per
     class, active on its images)."""
+    import numpy as np
+
     classes = [int(c) for c in classes]
     pixels, labels, digit_of = _digit_pixels(classes, per_class, projection, seed, "digits_task")
     inputs = np.round(pixels, DIGITS_DECIMALS)
@@ -493,6 +497,8 @@ def digits_routing_task(
     scaled and centred, so that a network without biases can fit it. The routes, labels and candidates are
     :func:`routing_task`'s: input domain ``i`` is trained with output domains ``i, ..., i+K-1``
     (mod M), and ``item`` is the image."""
+    import numpy as np
+
     _check_routes(domains, trained, "digits_routing_task")
     classes = [int(c) for c in classes]
     pixels, labels, _ = _digit_pixels(classes, per_class, None, seed, "digits_routing_task")

@@ -82,8 +82,8 @@ for name in ("shared", "separate"):
 
 # %%
 race = gdln.race_report(task)
-print("winner:", race["winner"])
-for network in race["networks"]:
+print("winner:", race.winner)
+for network in race.networks:
     print(f"  {network['name']:<9} t_90 {network['t_90']:.1f}   dynamics: {network['dynamics']}")
 
 # %% [markdown]
@@ -96,7 +96,7 @@ for network in race["networks"]:
 from gdln.verify.uniqueness import unique_report
 
 unique = unique_report(task)
-print(unique["automorphisms"], "automorphisms; fastest orbit unique:", unique["unique"])
+print(unique.automorphisms, "automorphisms; fastest orbit unique:", unique.unique)
 
 # %% [markdown]
 # ## Verify
@@ -106,8 +106,8 @@ print(unique["automorphisms"], "automorphisms; fastest orbit unique:", unique["u
 
 # %%
 report = gdln.verify_report(task, seeds=2, representations=False)
-print("follows:", report["follows"])
-for network in report["networks"]:
+print("follows:", report.follows)
+for network in report.networks:
     print(f"  {network['name']:<9} max deviation {network['max_deviation']:.4f}")
 
 # %% [markdown]

@@ -68,8 +68,8 @@ print(to_latex(xor)[:600])
 # %%
 for value in (1.0, 2.0):
     race = gdln.race_report(task, {"Delta": value})
-    times = {n["name"]: round(n["t_90"], 1) for n in race["networks"]}
-    print(f"Delta = {value}: winner {race['winner']}, t_90 {times}")
+    times = {n["name"]: round(n["t_90"], 1) for n in race.networks}
+    print(f"Delta = {value}: winner {race.winner}, t_90 {times}")
 
 # %% [markdown]
 # ## Checked by training
@@ -80,8 +80,8 @@ for value in (1.0, 2.0):
 
 # %%
 report = gdln.verify_report(task, {"Delta": 1.0}, seeds=1, representations=False)
-print("follows:", report["follows"])
-for network in report["networks"]:
+print("follows:", report.follows)
+for network in report.networks:
     print(f"  {network['name']:<8} max deviation {network['max_deviation']:.4f}")
 
 # %% [markdown]
@@ -94,5 +94,5 @@ for network in report["networks"]:
 from gdln.figures.sweep_figure import sweep_figure
 
 sweep = gdln.sweep_report(task, [gdln.parse_axis("Delta=0.25:4:12", task)], check=4)
-print("agreement:", {k: v for k, v in sweep["agreement"].items() if k != "disagree_points"})
+print("agreement:", {k: v for k, v in sweep.agreement.items() if k != "disagree_points"})
 sweep_figure(sweep)

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from gdln.derive import cache
-
 from .output import emit
 
 
 def cmd_cache(args):
+    from gdln.derive import cache  # SymPy: imported when the command runs
+
     if args.clear:
         cache.clear()
     usage = cache.usage()

@@ -8,12 +8,14 @@ import sys
 from pathlib import Path
 
 from gdln.derive.errors import SpecError
+from gdln.verify.display import Report
 from gdln.verify.files import SPEC_SUFFIXES, check_writable, finite_json, write_atomic
 
 
-def emit(report: dict, as_json: bool, render, *, markdown: bool = False, fixed=None) -> None:
-    """Print ``report`` as JSON, as Markdown tables (``--markdown``: the report's own Jupyter
-    form, :mod:`verify.display`) or as text (``render``). ``fixed``: the parameters ``--set``
+def emit(report: Report | dict, as_json: bool, render, *, markdown: bool = False, fixed=None) -> None:
+    """Print ``report`` as JSON (a typed report's ``to_json()``), as Markdown tables
+    (``--markdown``: the report's own Jupyter form, ``verify.display``) or as text (``render``,
+    given the JSON dictionary). ``fixed``: the parameters ``--set``
     fixed before deriving (``Task.fixed``), said in every form: a ``fixed`` entry of the JSON
     (exact SymPy text by name), a first line of the text and of the Markdown."""
     fixed_text = {name: str(value) for name, value in (fixed or {}).items()}
@@ -26,6 +28,8 @@ def emit(report: dict, as_json: bool, render, *, markdown: bool = False, fixed=N
             print(said + "\n")
         print(table())
         return
+    if isinstance(report, Report):
+        report = report.to_json()
     if as_json:
         # strict JSON: a non-finite number becomes null, and the report lists where and what it was
         clean, replaced = finite_json(report)

@@ -1,0 +1,141 @@
+"""Typed reports (issue 37): each report is a frozen dataclass whose fields are the top-level keys
+of the JSON contract in the docs, and whose ``to_json()`` is exactly the dictionary its builder
+assembled; the commands print ``to_json()``."""
+
+import copy
+import dataclasses
+import json
+import re
+
+import pytest
+
+from gdln.cli import main
+from gdln.derive.spec import load_spec
+from gdln.verify.display import RaceReport, Report, SimulateReport, SweepReport, UniqueReport, VerifyReport
+from gdln.verify.files import finite_json
+from gdln.verify.race import race_report
+
+from .helpers import ROOT, XOR_SPEC
+
+#: where each report's contract is written: (page, the text that opens it)
+CONTRACTS = {
+    RaceReport: ("json.md", "`race` JSON: `"),
+    VerifyReport: ("json.md", "`verify` JSON: `"),
+    SimulateReport: ("json.md", "`simulate` JSON: `"),
+    UniqueReport: ("cli.md", "JSON:\n  `"),
+    SweepReport: ("phase_diagrams.md", "## JSON\n\n```text\n"),
+}
+
+
+def documented_keys(page: str, opening: str) -> tuple[list[str], list[str]]:
+    """The top-level keys of the contract that follows ``opening`` on ``page``: those always
+    present, and those marked ``?`` (present where they apply)."""
+    text = (ROOT / "docs" / page).read_text(encoding="utf-8")
+    start = text.index(opening) + len(opening)
+    assert text[start] == "{", (page, text[start : start + 20])
+    depth, keys, optional = 0, [], []
+    for match in re.finditer(r'[{}\[\]]|"(\w+)"(\?)?', text[start:]):
+        token = match.group(0)
+        if token in "{[":
+            depth += 1
+        elif token in "}]":
+            depth -= 1
+            if depth == 0:
+                return keys, optional
+        elif depth == 1:
+            (optional if match.group(2) else keys).append(match.group(1))
+    raise AssertionError(f"{page}: the contract after {opening!r} does not close")
+
+
+@pytest.mark.parametrize("report_type", list(CONTRACTS), ids=lambda t: t.__name__)
+def test_fields_are_the_documented_keys(report_type):
+    """Every field is a documented top-level key in the documented order, the optional ones
+    (absent from the JSON unless they apply) exactly those the contract marks with ``?``; and
+    each field is described in the class's Attributes section."""
+    keys, optional = documented_keys(*CONTRACTS[report_type])
+    fields = dataclasses.fields(report_type)
+    assert [f.name for f in fields if not f.metadata.get("optional")] == keys
+    assert [f.name for f in fields if f.metadata.get("optional")] == optional
+    attributes = report_type.__doc__.split("Attributes:")[1]
+    assert [f.name for f in fields if f"\n        {f.name}: " not in attributes] == []
+    assert dataclasses.is_dataclass(report_type) and report_type.__dataclass_params__.frozen
+
+
+@pytest.fixture
+def built(monkeypatch):
+    """The dictionaries the report builders hand to ``from_json``, as they were handed."""
+    handed: list[dict] = []
+    original = Report.from_json.__func__
+
+    def recording(cls, entries):
+        handed.append(copy.deepcopy(dict(entries)))
+        return original(cls, entries)
+
+    monkeypatch.setattr(Report, "from_json", classmethod(recording))
+    return handed
+
+
+def same_as_built(report: Report, entries: dict) -> None:
+    """``to_json()`` is the builder's dictionary, key by key and in its order."""
+    produced = report.to_json()
+    assert list(produced) == list(entries)
+    for key, value in entries.items():
+        assert json.dumps(produced[key], sort_keys=True) == json.dumps(value, sort_keys=True), key
+        assert report[key] is getattr(report, key)  # the read-only view reads the fields
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        report.winner = "changed"  # type: ignore[misc]
+    produced.clear()  # a copy: the report keeps its keys
+    assert report.to_json().keys() == entries.keys()
+
+
+def cli_json(capsys, argv) -> dict:
+    assert main([*argv, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def strict(report: Report) -> dict:
+    """The report as the command prints it: strict JSON, non-finite numbers listed."""
+    clean, replaced = finite_json(report.to_json())
+    if replaced:
+        clean["non_finite"] = replaced
+    return json.loads(json.dumps(clean))
+
+
+def test_race_and_unique_reports_are_their_builders_dictionaries(built, capsys):
+    from gdln.verify.uniqueness import unique_report
+
+    task = load_spec(XOR_SPEC)
+    race = race_report(task)
+    assert isinstance(race, RaceReport)
+    same_as_built(race, built[-1])
+    assert cli_json(capsys, ["race", str(XOR_SPEC)]) == strict(race)
+
+    unique = unique_report(task)
+    assert isinstance(unique, UniqueReport)
+    same_as_built(unique, built[-1])
+    assert cli_json(capsys, ["unique", str(XOR_SPEC)]) == strict(unique)
+
+
+def test_verify_report_is_its_builders_dictionary(built, capsys):
+    from gdln.verify.following import verify_report
+
+    task = load_spec(XOR_SPEC)
+    report = verify_report(task, seeds=1, epochs=300)
+    assert isinstance(report, VerifyReport)
+    same_as_built(report, built[-1])
+    assert "alignment" in report and "census" not in report  # an optional key only where it applies
+    printed = cli_json(capsys, ["verify", str(XOR_SPEC), "--seeds", "1", "--epochs", "300"])
+    assert printed.keys() == report.to_json().keys()
+    assert [n["name"] for n in printed["networks"]] == [n["name"] for n in report.networks]
+
+
+def test_sweep_report_is_its_builders_dictionary(built, capsys):
+    from gdln.verify.sweep import parse_axis, sweep_report
+
+    task = load_spec(XOR_SPEC)
+    report = sweep_report(task, [parse_axis("Delta=0.5:3:3", task)])
+    assert isinstance(report, SweepReport)
+    same_as_built(report, built[-1])
+    printed = cli_json(capsys, ["sweep", str(XOR_SPEC), "--grid", "Delta=0.5:3:3"])
+    for key in ("axes", "points", "crossovers", "agreement"):
+        assert printed[key] == strict(report)[key]

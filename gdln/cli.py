@@ -87,6 +87,8 @@ def _asks_version(argv) -> bool:
 
 
 def _run(argv) -> int:
+    args = build_parser().parse_args(argv)  # --help ends here, before SymPy and JAX load
+
     from gdln.commands.arguments import printable
     from gdln.derive import cache
     from gdln.derive.errors import GdlnError
@@ -94,7 +96,6 @@ def _run(argv) -> int:
     from gdln.numeric.precision import start_backend, use_x64
     from gdln.verify.checks import GdlnWarning
 
-    args = build_parser().parse_args(argv)
     from gdln.verify.progress import shown_progress
 
     use_x64()  # gdln computes in 64-bit; importing its packages does not switch it on

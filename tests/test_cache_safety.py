@@ -179,8 +179,7 @@ def test_one_run_deletes_every_bad_mode_it_reads(disk_cache):
     file behind; the next process builds nothing. (Before, each run of Section 4's race repaired
     one or two of its 58 garbled modes: unpickling stopped at the first, and flush trusted any
     file that had a mode's name.)"""
-    from gdln.derive.spec import task_from_dict
-    from gdln.derive.tasks import context_task
+    from gdln.derive.spec import context_task, task_from_dict
 
     task = task_from_dict(context_task(2, 3, ["hierarchy"] * 3, "context-subsets"))
     names = [n.name for n in task.networks]

@@ -95,7 +95,6 @@ def _run(argv) -> int:
     from gdln.derive.spec import MAX_EPOCHS, MAX_SEEDS
     from gdln.numeric.precision import start_backend, use_x64
     from gdln.verify.checks import GdlnWarning
-
     from gdln.verify.progress import shown_progress
 
     use_x64()  # gdln computes in 64-bit; importing its packages does not switch it on

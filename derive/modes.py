@@ -60,14 +60,35 @@ def tidy(expr: sympy.Expr) -> sympy.Expr:
     return expr if has_parametric_radicals(expr) else sympy.expand(expr)
 
 
+#: the size (SymPy's operation count) up to which a zero test expands an expression exactly;
+#: past it, or with a transcendental function of a parameter, expansion can grow without bound
+#: (an XoR input ``Delta/2 + sin(Delta)`` made one group reduction expand for 40 s), so the test
+#: samples the expression instead, as it does for parametric radicals
+EXPAND_BUDGET = 400
+
+
+def transcendental_in_parameters(expr: sympy.Expr) -> bool:
+    """Whether ``expr`` applies a function (``sin``, ``exp``, ``log``, ...) to a parameter:
+    expansion and cancellation do not decide such expressions, and can take without limit."""
+    return any(f.free_symbols for f in expr.atoms(sympy.Function))
+
+
+def expands_within_budget(expr: sympy.Expr) -> bool:
+    """Whether a zero test may expand ``expr`` exactly (:data:`EXPAND_BUDGET`)."""
+    return not transcendental_in_parameters(expr) and sympy.count_ops(expr) <= EXPAND_BUDGET
+
+
 def vanishes(expr: sympy.Expr) -> bool:
     """Whether ``expr`` is identically zero for positive parameters.
 
-    Tries exact expansion first; expressions with radicals that expansion does not
-    cancel are evaluated at a few fixed random positive rational points to
-    ``PRECISION_DIGITS`` digits (deterministic: the sampler has a fixed seed).
+    Tries exact expansion first, within :data:`EXPAND_BUDGET`; expressions with radicals that
+    expansion does not cancel, transcendental functions of the parameters, or beyond the budget
+    are evaluated at a few fixed random positive rational points to ``PRECISION_DIGITS`` digits
+    (deterministic: the sampler has a fixed seed).
     """
-    expr = tidy(sympy.sympify(expr))
+    expr = sympy.sympify(expr)
+    if not expr.free_symbols or expands_within_budget(expr):
+        expr = tidy(expr)
     if expr == 0:
         return True
     if expr.is_Rational:
@@ -81,7 +102,7 @@ def vanishes(expr: sympy.Expr) -> bool:
         for _ in range(_SAMPLE_POINTS if symbols else 1)
     ]
     for point in points:
-        value = sympy.N(expr.subs(point), PRECISION_DIGITS)
+        value = sympy.N(expr.xreplace(point), PRECISION_DIGITS)  # xreplace: subs is 10x slower here
         if not value.is_number or abs(value) > sympy.Float(10) ** (-(PRECISION_DIGITS - 10)):
             return False
     return True

@@ -146,8 +146,13 @@ class VerifyReport(Report):
         time_model: ``gradient descent`` or ``gradient flow``.
         follows: the followed candidate's name (smallest ``max_deviation``); ``None`` if none is finite.
         resolution: whether the seeds decide it: ``lead``, ``seed_error``, ``lead_needed``, ``decided``.
+        validity: the largest deviation (of the initial loss) within which the theory holds
+            (``verify.rules.VALIDITY``, the sweep's too).
+        within_validity: whether the followed candidate's ``max_deviation`` is within ``validity``;
+            ``None`` where none is followed.
         networks: per candidate: ``name``, ``max_deviation``, ``mean_deviation`` (of the initial
-            loss), ``t_half_predicted``, ``t_half_relu``, ``dynamics``, ``from_alignment``.
+            loss), ``t_half_predicted``, ``t_half_relu``, ``dynamics``, ``from_alignment`` (the GDLN
+            of the settled gates, ``aligned``), ``within_validity``.
         alignment: with alignment initial conditions, the alignment phase: ``time``, ``ended``,
             ``output_fraction``, ``patterns``, ``unmatched_units``; else ``None``.
         notes: where a prediction or the training diverged; else ``None``.
@@ -163,6 +168,8 @@ class VerifyReport(Report):
     time_model: str
     follows: str | None
     resolution: dict[str, Any]
+    validity: float
+    within_validity: bool | None
     networks: list[dict[str, Any]]
     alignment: dict[str, Any] | None = optional()
     notes: list[str] | None = optional()
@@ -179,7 +186,10 @@ class VerifyReport(Report):
         ]
         said = resolution_text(self.resolution)
         said = f"; {said}" if said else ""
-        return f"**the ReLU network follows: {_cell(self.follows)}**{said}\n\n" + markdown_table(self.networks, columns)
+        verdict = validity_text(self.follows, self.networks, self.validity)
+        return f"**the ReLU network follows: {_cell(self.follows)}**{said}\n\n{verdict}\n\n" + markdown_table(
+            self.networks, columns
+        )
 
 
 @dataclass(frozen=True)
@@ -209,6 +219,26 @@ class SimulateReport(Report):
     t_90: list[float | None]
     loss_final: list[float]
     notes: list[str] | None = optional()
+
+
+def validity_text(follows: str | None, networks: list[dict], validity: float) -> str:
+    """The verdict's validity in words: the followed candidate's largest deviation against the
+    threshold where the theory holds, and the aligned network's (the GDLN of the settled gates,
+    the other level of the theory) where it was predicted."""
+    said = []
+    for network in networks:
+        if network["name"] != follows and not network.get("from_alignment"):
+            continue
+        deviation = network["max_deviation"]
+        where = {True: "within", False: "outside", None: "not judged: no finite deviation,"}[
+            network.get("within_validity")
+        ]
+        role = "followed" if network["name"] == follows else "the GDLN of the settled gates"
+        size = "not finite" if deviation is None else f"{100 * deviation:.3g}% of the initial loss"
+        said.append(
+            f"{network['name']} ({role}): max deviation {size}, {where} where the theory holds ({100 * validity:g}%)"
+        )
+    return "; ".join(said)
 
 
 def resolution_text(resolution: dict | None) -> str:

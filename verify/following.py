@@ -30,7 +30,7 @@ from .display import VerifyReport
 from .entries import epoch_grid, parameter_vector, theory_stride
 from .progress import Stages
 from .representations import gate_census, hidden_layers, mds_comparison
-from .rules import finite_crossing, follow_resolution, followed_candidate
+from .rules import VALIDITY, finite_crossing, follow_resolution, followed_candidate, within_validity
 from .simulation import deviations, divergence_note, train_network, training_settings
 
 
@@ -253,6 +253,8 @@ def verify_report(
         }
         for name, curve in predictions.items()
     ]
+    for network in networks:  # every level of the theory judged by the one threshold
+        network["within_validity"] = within_validity(network["max_deviation"])
     notes = [
         note
         for note in [divergence_note("ReLU network", ts, relu, " (gradient descent diverged or overflowed)")]
@@ -271,6 +273,8 @@ def verify_report(
         "time_model": time_model,
         "follows": follows,
         "resolution": follow_resolution(networks, follows, np.asarray(run.losses)[:, ::stride]),
+        "validity": VALIDITY,
+        "within_validity": next((n["within_validity"] for n in networks if n["name"] == follows), None),
         "networks": networks,
     }
     if alignment is not None:

@@ -14,6 +14,19 @@ from gdln.numeric.race import first_crossings
 
 from .entries import finite_or_none
 
+#: the theory holds where the followed candidate's largest deviation from the mean ReLU loss stays
+#: at or below this fraction of the initial loss: the one threshold of every verdict (``gdln
+#: verify``, its Markdown, and the sweep's checked points and maps)
+VALIDITY = 0.05
+
+
+def within_validity(max_deviation: float | None) -> bool | None:
+    """Whether a largest deviation (of the initial loss) lies where the theory holds
+    (:data:`VALIDITY`); ``None`` where it is not finite."""
+    if max_deviation is None or not math.isfinite(max_deviation):
+        return None
+    return bool(max_deviation <= VALIDITY)
+
 
 def race_order(entry: Mapping[str, Any]) -> tuple:
     """Rank of a race entry (a network, or an orbit of networks): the first to reach 10% of the

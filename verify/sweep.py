@@ -13,7 +13,7 @@ At every grid point, three answers, each computed for all points at once where t
 
 With ``check`` points, ReLU networks are trained there (all points and seeds in one program)
 and the candidate each follows is found by verify's own rule; its deviation maps where the
-theory holds (:data:`verify.sweep_checks.VALIDITY`; the checks, the assumptions and the agreement
+theory holds (:data:`verify.rules.VALIDITY`; the checks, the assumptions and the agreement
 are in :mod:`verify.sweep_checks`).
 """
 
@@ -62,10 +62,9 @@ from .display import SweepReport
 from .entries import finite_or_none, theory_stride
 from .following import candidate_predictions, predicted_relu_curves, relu_alignment
 from .progress import Stages
-from .rules import finite_crossings, follow_resolution, followed_candidate, race_winner
+from .rules import VALIDITY, finite_crossings, follow_resolution, followed_candidate, race_winner
 from .simulation import deviations
 from .sweep_checks import (
-    VALIDITY,
     agreement,
     boundary_points,
     check_points,

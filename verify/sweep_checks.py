@@ -12,10 +12,7 @@ import numpy as np
 from gdln.derive.spec import Task
 
 from .checks import data_curvature, descent_is_stable
-
-#: the theory holds at a checked point where the followed candidate's largest deviation from the
-#: mean ReLU loss stays below this fraction of the initial loss
-VALIDITY = 0.05
+from .rules import within_validity
 
 
 def stable_descent(
@@ -77,7 +74,7 @@ def agreement(points: list[dict], near_boundary: set[int]) -> dict[str, Any]:
                 "index": i,
                 "values": points[i]["values"],
                 "next_to_aligned_boundary": i in near_boundary,
-                "outside_validity": points[i]["checked"]["max_deviation"] > VALIDITY,
+                "outside_validity": within_validity(points[i]["checked"]["max_deviation"]) is False,
                 "outside_assumptions": not points[i]["assumptions"]["hold"],
                 "decided": points[i]["checked"].get("decided"),
             }

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gdln.derive.words import plural
-from gdln.verify.display import resolution_text
+from gdln.verify.display import resolution_text, validity_text
 
 from .arguments import add_training_arguments, load, with_spec
 from .output import emit, number_text, parameters_line
@@ -34,6 +34,9 @@ def _render_verify(report):
         "seeds), in % of the initial loss; t_half: epochs until the loss falls to half its initial value"
     )
     print(f"the ReLU network follows: {report['follows']} (among the spec's networks)")
+    verdict = validity_text(report["follows"], report["networks"], report["validity"])
+    if verdict:
+        print(f"  {verdict}")
     said = resolution_text(report.get("resolution"))
     if said:
         print(f"  {said}")

@@ -301,10 +301,6 @@ class NetworkDerivation:
         """Symmetric pathways (see :attr:`derive.symmetry.Symmetry.groups`)."""
         return self.symmetry.groups
 
-    def singular_classes(self, p: int) -> tuple[tuple[int, ...], ...]:
-        """Modes of pathway ``p`` grouped by equal singular value, in order of first appearance."""
-        return tuple(c.modes for c in self.symmetry.classes[p])
-
     @property
     def group_reduction(self) -> GroupReduction:
         """The race reduction with every symmetric group sharing one trajectory per singular class

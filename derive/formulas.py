@@ -1,8 +1,9 @@
 """Closed forms of the race reduction, written once with the array backend injected.
 
-Every function takes ``xp``: the ``sympy`` module for derivations, ``jax.numpy``
-(or ``numpy``) for numbers. The symbolic and numeric versions therefore cannot
-drift apart. Conventions follow THEORY.md: ``tau = 1/learning_rate`` so ``t``
+The closed forms take ``xp``: the ``sympy`` module for derivations, ``jax.numpy``
+(or ``numpy``) for numbers, so the symbolic and numeric versions cannot drift apart. The
+initial strengths (:func:`expected_initial_strength`, :func:`initial_strength_from_weights`)
+are numbers only and take none. Conventions follow THEORY.md: ``tau = 1/learning_rate`` so ``t``
 counts epochs; a mode has singular value ``s``, input variance ``d`` and
 strength ``a`` (the product of its balanced layer strengths).
 """

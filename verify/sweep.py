@@ -370,8 +370,9 @@ def _winner_labels(points: list[dict], names: list[str], key: str) -> np.ndarray
 
 
 def _crossover_curves(models: TaskPredictions, axes: Sequence[Axis], overrides) -> list[dict]:
-    """The derived crossovers in an axis' parameter, each as text and as a curve over the other
-    axis (constant where it does not depend on it)."""
+    """The derived crossovers in an axis' parameter, each as text and valued: a ``curve`` over the
+    other axis where it depends on that axis' parameter, else one ``value`` (``None`` where it
+    has no finite value)."""
     task = models.task
     values = task.values(overrides)
     names = [n.name for n in task.networks]

@@ -205,6 +205,10 @@ def _validity_contour(ax, plane, positions, deviations, validity) -> bool:
     return True
 
 
+#: a checked point whose training diverged (``checked.reason``: "diverged at epoch N")
+DIVERGED: dict[str, Any] = {"marker": "X", "s": 70, "color": "#cc3311", "edgecolor": "black", "linewidth": 0.6}
+
+
 def _checked(ax, report, names, colours, handles, position, plane=None) -> None:
     checked = [p for p in report["points"] if p["checked"] is not None]
     if not checked:
@@ -283,10 +287,29 @@ def _checked(ax, report, names, colours, handles, position, plane=None) -> None:
                 label="half filled: the seeds do not decide what it follows",
             )
         )
-    none = [position(p) for p in checked if p["checked"]["follows"] is None]
+
+    def diverged(point: dict) -> bool:
+        return str(point["checked"].get("reason") or "").startswith("diverged")
+
+    none = [position(p) for p in checked if p["checked"]["follows"] is None and not diverged(p)]
     if none:
         ax.scatter(*zip(*none), s=46, marker="x", color="black", zorder=4, clip_on=False)
         handles.append(Line2D([], [], marker="x", ls="", color="black", label="trained: follows none"))
+    blown = [position(p) for p in checked if diverged(p)]
+    if blown:  # the run says nothing of the theory: its loss left the finite numbers
+        ax.scatter(*zip(*blown), **DIVERGED, zorder=4, clip_on=False)
+        handles.append(
+            Line2D(
+                [],
+                [],
+                ls="",
+                marker=DIVERGED["marker"],
+                markersize=9,
+                color=DIVERGED["color"],
+                markeredgecolor=DIVERGED["edgecolor"],
+                label="training diverged",
+            )
+        )
 
 
 def _line(ax, report, names, colours, handles) -> None:

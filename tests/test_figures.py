@@ -3,6 +3,7 @@ checked for what a reader needs: no key on a data panel, labelled axes, whole-nu
 the axis counts something, a colour bar where colour carries a value, the runs drawn above the
 theory, and a mark where a prediction never gets there."""
 
+import matplotlib
 import numpy as np
 
 from gdln.figures.figure2 import draw_figure2
@@ -191,6 +192,25 @@ def test_the_phase_diagram_half_fills_checked_points_the_seeds_do_not_decide():
     assert sum(len(line.get_xdata()) for line in half) == 2  # the two undecided points
     (legend,) = fig.legends
     assert any("do not decide" in text.get_text() for text in legend.get_texts())
+
+
+def test_the_phase_diagram_marks_a_check_whose_training_diverged():
+    """A checked point whose training diverged (issue 40) is drawn as diverged and keyed so, not
+    as a point that follows no candidate."""
+    from gdln.figures.sweep_figure import DIVERGED, sweep_figure
+
+    report = _phase_report(fails_above=None)
+    report["points"][0]["checked"] = {"follows": "xor", "max_deviation": 0.01, "decided": True, "reason": None}
+    report["points"][1]["checked"] = {"follows": None, "max_deviation": None, "reason": "diverged at epoch 7"}
+    report["agreement"]["checked"] = 1
+    fig = sweep_figure(report)
+    (legend,) = fig.legends
+    texts = [text.get_text() for text in legend.get_texts()]
+    assert "training diverged" in texts and "trained: follows none" not in texts
+    (ax,) = fig.axes
+    colour = matplotlib.colors.to_rgb(DIVERGED["color"])
+    marked = [c for c in ax.collections if any(np.allclose(f[:3], colour) for f in c.get_facecolor())]
+    assert [len(c.get_offsets()) for c in marked] == [1]
 
 
 def test_the_phase_diagram_counts_hidden_units_in_integers():

@@ -276,9 +276,13 @@ class CompiledNetwork:
         self.ode = generate_ode_function(
             derivation.rates, derivation.strengths, (TAU, *self.parameters), f"race_{derivation.network.name}"
         )
-        self._loss_of_strengths = compile_expressions(
+        #: the loss from each mode's strength then each parameter, positionally (compiled)
+        self.loss_of_mode_strengths = compile_expressions(
             derivation.loss_in_strengths, [*derivation.strengths, *self.parameters], "loss_of_strengths"
         )
+        #: programs other modules build on this network (the sweep's batched race and its
+        #: descent's loss), kept while the network lives: by the builder's name
+        self.programs: dict[str, Any] = {}
 
     @cached_property
     def _closed_strengths(self):
@@ -288,7 +292,7 @@ class CompiledNetwork:
         )
 
     @cached_property
-    def _mode_values(self):
+    def mode_values(self):
         d = self.derivation
         exprs = []
         for ref in d.mode_refs:
@@ -298,7 +302,7 @@ class CompiledNetwork:
 
     def modes(self, values: Values) -> list[tuple[Scalar, Scalar, Float[Array, " out"], Float[Array, " inp"]]]:
         """Numeric ``(s, d, u, v)`` of every mode at ``values``."""
-        flat = self._mode_values(*values)
+        flat = self.mode_values(*values)
         out, position = [], 0
         for ref in self.derivation.mode_refs:
             mode = self.derivation.mode(ref)
@@ -326,7 +330,7 @@ class CompiledNetwork:
         return integrate_ode(self.ode, a0, ts, (jnp.float64(tau), *[jnp.float64(v) for v in values]))
 
     def loss_of_strengths(self, strengths, values):
-        return self._loss_of_strengths(*[strengths[..., k] for k in range(strengths.shape[-1])], *values)
+        return self.loss_of_mode_strengths(*[strengths[..., k] for k in range(strengths.shape[-1])], *values)
 
     def loss_curve(self, ts: Times, a0: Float[ArrayLike, " modes"], tau: float, values: Values) -> Float[Array, " T"]:
         """Predicted loss at times ``ts`` (epochs)."""
@@ -334,7 +338,7 @@ class CompiledNetwork:
 
     # --- seeds as logarithms; crossing times without a grid ---------------------------------
     @cached_property
-    def _logistic_values(self):
+    def logistic_values(self):
         d = self.derivation
         if d.cross_correlations:
             coupling = d.group_reduction.coupling
@@ -355,7 +359,7 @@ class CompiledNetwork:
         Checked against the compiled closed forms themselves at a representable seed, so that
         the log-space evaluation can never drift from the derivation."""
         count = len(self.derivation.mode_refs)
-        flat = np.asarray(self._logistic_values(*values), dtype=np.float64)
+        flat = np.asarray(self.logistic_values(*values), dtype=np.float64)
         s, d = flat[:count], flat[count:]
         if np.all(np.isfinite(s / d)) and np.all(s > 0) and np.all(d > 0):
             a0 = s / d * 1e-3
@@ -385,13 +389,13 @@ class CompiledNetwork:
     def _loss_at_time(self):
         def loss(t, s, d, log_a0, tau, values):
             a = log_mode_strength(s, d, log_a0, t, tau)
-            return self._loss_of_strengths(*[a[k] for k in range(a.shape[0])], *values)
+            return self.loss_of_mode_strengths(*[a[k] for k in range(a.shape[0])], *values)
 
         return jax.jit(loss)
 
     def _loss_of_log_state(self, y, *values):
         """The loss of one state ``y = log a`` (:attr:`log_ode`) at ``values``."""
-        return self._loss_of_strengths(*[jnp.exp(y[k]) for k in range(y.shape[0])], *values)
+        return self.loss_of_mode_strengths(*[jnp.exp(y[k]) for k in range(y.shape[0])], *values)
 
     @cached_property
     def _loss_of_logs(self):
@@ -426,7 +430,9 @@ class CompiledNetwork:
         return float(self._loss_of_strength_vector(jnp.asarray(best), values)) if np.all(best > 0) else None
 
     def _loss_of_strength_vector(self, a, values):
-        return self._loss_of_strengths(*[a[k] for k in range(a.shape[0])], *[values[k] for k in range(values.shape[0])])
+        return self.loss_of_mode_strengths(
+            *[a[k] for k in range(a.shape[0])], *[values[k] for k in range(values.shape[0])]
+        )
 
     @cached_property
     def _quadratic_terms(self):

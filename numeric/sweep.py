@@ -53,12 +53,12 @@ SWEEP_RTOL = 1e-8
 
 def _closed_form_program(compiled: CompiledNetwork):
     """The jitted batched race of ``compiled`` (one per network, kept on the object)."""
-    program = getattr(compiled, "_batched_race", None)
+    program = compiled.programs.get("batched_race")
     if program is not None:
         return program
     count = len(compiled.derivation.mode_refs)
-    logistic = compiled._logistic_values
-    loss_of_strengths = compiled._loss_of_strengths
+    logistic = compiled.logistic_values
+    loss_of_strengths = compiled.loss_of_mode_strengths
 
     def one(values, log_a0, tau, horizon, fractions):
         flat = logistic(*values)
@@ -85,7 +85,7 @@ def _closed_form_program(compiled: CompiledNetwork):
         return initial, jax.vmap(crossing)(fractions * initial), final / initial
 
     program = jax.jit(jax.vmap(one, in_axes=(0, 0, 0, None, None)))
-    compiled._batched_race = program  # type: ignore[attr-defined]
+    compiled.programs["batched_race"] = program
     return program
 
 
@@ -363,19 +363,19 @@ def _chunks_by_hint(runs: int, groups: np.ndarray | None, order_hint: np.ndarray
 def _loss_function(compiled: CompiledNetwork):
     """``loss(a, values)`` of ``compiled``: one object per network, so the jitted descent
     compiles once per network (a static argument)."""
-    found = getattr(compiled, "_sweep_loss", None)
+    found = compiled.programs.get("sweep_loss")
     if found is None:
 
         def found(a, values):
             return compiled.loss_of_strengths(a, values)
 
-        compiled._sweep_loss = found  # type: ignore[attr-defined]
+        compiled.programs["sweep_loss"] = found
     return found
 
 
 def mode_vectors(compiled: CompiledNetwork, values: np.ndarray):
     """``(pathway index, u (points, out), v (points, in))`` of every mode at every point."""
-    flat = np.asarray(compiled._mode_values(*jnp.asarray(values, jnp.float64).T), dtype=np.float64)
+    flat = np.asarray(compiled.mode_values(*jnp.asarray(values, jnp.float64).T), dtype=np.float64)
     if flat.ndim == 1:  # no parameter: the same vectors at every point
         flat = np.repeat(flat[:, None], len(values), axis=1)
     found, position = [], 0

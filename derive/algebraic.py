@@ -21,6 +21,8 @@ import mpmath
 import sympy
 from sympy.printing.str import StrPrinter
 
+from . import implicit
+
 _GENERATORS: dict[sympy.Expr, sympy.Dummy] = {}
 _NUMBERS: dict[sympy.Dummy, sympy.Expr] = {}
 _POWER_TABLES: dict[sympy.Dummy, list[dict[int, sympy.Rational]]] = {}
@@ -270,7 +272,7 @@ def as_text(expr) -> str:
     """``str(expr)``; for expressions with ``CRootOf`` numbers (or :class:`CouplingNumber`), in
     SymPy's stored term order: the printer's default order sorts terms by their numeric values,
     evaluating every ``CRootOf`` again and again (minutes on the Section 4 loss)."""
-    if isinstance(expr, sympy.Basic) and expr.has(sympy.CRootOf, CouplingNumber):
+    if isinstance(expr, sympy.Basic) and (expr.has(sympy.CRootOf, CouplingNumber) or implicit.has_roots(expr)):
         return _RootPrinter({"order": "none"}).doprint(expr)
     return str(expr)
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import sympy
 
+from . import implicit
 from .derivation import NetworkDerivation
 from .modes import vanishes
 from .spec import EvaluationError, evaluate
@@ -28,6 +29,7 @@ class Crossover:
     faster_below: str | None
     faster_above: str | None
     note: str | None = None  # set where the root is numeric because SymPy could not solve the equation
+    bracket: tuple[float, float] | None = None  # where the root is numeric: the sign change it was refined in
 
 
 def _numeric(expr, values):
@@ -96,6 +98,35 @@ def _polynomial_roots(numerator: sympy.Expr, parameter: sympy.Symbol) -> list:
     return list(dict.fromkeys(poly.real_roots()))  # a multiple root once
 
 
+def bracketed_roots(
+    difference: sympy.Expr, parameter: sympy.Symbol, values: Mapping[sympy.Symbol, float]
+) -> list[tuple[float, tuple[float, float]]]:
+    """Roots of ``difference`` in ``parameter`` (others at ``values``), each with the bracket of
+    the sign change it was refined in, for expressions with implicit roots
+    (:mod:`derive.implicit`): the same scan as :func:`numeric_roots`, evaluated in float64 on the
+    whole scan at once from each root's polynomial, refined with brentq."""
+    from scipy.optimize import brentq
+
+    centre = float(values.get(parameter, 1.0))
+    others = {s: float(v) for s, v in values.items() if s != parameter and s in difference.free_symbols}
+    function = implicit.numpy_evaluator(difference, [parameter, *others])
+    points = [centre * 10 ** (SCAN_DECADES * (2 * k / (SCAN_POINTS - 1) - 1)) for k in range(SCAN_POINTS)]
+    scan = function(points, *others.values())
+    found: list[tuple[float, tuple[float, float]]] = []
+    for k in range(1, len(points)):
+        a, b = scan[k - 1], scan[k]
+        if not (math.isfinite(a) and math.isfinite(b)) or a == 0 or (a < 0) == (b < 0):
+            continue
+        try:
+            root = brentq(
+                lambda x: float(function(x, *others.values())), points[k - 1], points[k], xtol=1e-300, rtol=1e-15
+            )
+        except (ValueError, RuntimeError):
+            continue
+        found.append((root, (points[k - 1], points[k])))
+    return found
+
+
 def _solve(sa, sb, parameter, values):
     """Symbolic roots of ``sa = sb``; a numeric scan where SymPy cannot solve the equation
     (or finds nothing in a transcendental one). Returns the roots and a note for numeric ones."""
@@ -104,10 +135,14 @@ def _solve(sa, sb, parameter, values):
     # root of one polynomial (exact, and fast). A squared speed with radicals left in the
     # parameter (a parametric 2x2 block) would send SymPy into radical equations that can take
     # minutes, so those are solved numerically and said so.
+    if implicit.has_roots(sa) or implicit.has_roots(sb):
+        note = f"numeric root: the speeds hold implicit roots of polynomials in {parameter} (no closed form)"
+        found = bracketed_roots(sa - sb, parameter, values)
+        return [sympy.Float(r, 15) for r, _ in found], note, [b for _, b in found]
     squared = sympy.together(sympy.expand(sa**2 - sb**2))
     if not squared.is_rational_function(parameter):
         note = f"numeric root: the squared speeds are not rational functions of {parameter}"
-        return [sympy.Float(r, 15) for r in numeric_roots(sa - sb, parameter, values)], note
+        return [sympy.Float(r, 15) for r in numeric_roots(sa - sb, parameter, values)], note, None
     try:
         roots = _polynomial_roots(sympy.numer(squared), parameter)
     except (NotImplementedError, ValueError, TypeError, ArithmeticError, sympy.PolynomialError) as error:
@@ -116,9 +151,9 @@ def _solve(sa, sb, parameter, values):
     else:
         difference = sa - sb
         if roots or not any(difference.has(f) for f in _TRANSCENDENTAL):
-            return roots, None
+            return roots, None, None
         note = f"numeric root: SymPy found no root of the transcendental equation in {parameter}"
-    return [sympy.Float(r, 15) for r in numeric_roots(sa - sb, parameter, values)], note
+    return [sympy.Float(r, 15) for r in numeric_roots(sa - sb, parameter, values)], note, None
 
 
 def crossovers(
@@ -137,8 +172,8 @@ def crossovers(
         for sb in second.speed_candidates:
             if vanishes(sa - sb) or parameter not in (sa - sb).free_symbols:
                 continue
-            roots, note = _solve(sa, sb, parameter, values)
-            for root in roots:
+            roots, note, brackets = _solve(sa, sb, parameter, values)
+            for position, root in enumerate(roots):
                 point = _real(root, others)
                 if point is None or point <= 0:
                     continue
@@ -153,7 +188,10 @@ def crossovers(
                 if any(abs(_real(c.expr, others) - point) < 1e-9 for c in found):
                     continue
                 below, above = _faster_on_each_side(first, second, parameter, at_root, point)
-                found.append(Crossover((first.network.name, second.network.name), parameter, root, below, above, note))
+                bracket = brackets[position] if brackets else None
+                found.append(
+                    Crossover((first.network.name, second.network.name), parameter, root, below, above, note, bracket)
+                )
     return sorted(found, key=lambda c: _real(c.expr, others) or 0.0)
 
 

@@ -318,9 +318,13 @@ class NetworkDerivation:
         failures = []
         for pathway_derivation in self.pathways:
             for k, mode in enumerate(pathway_derivation.modes):
-                # on the unnormalised exact vector: zero exactly when the normalised residual is
-                residual = (pathway_derivation.sigma_x * mode.v_raw - mode.d * mode.v_raw).applyfunc(tidy)
-                if not all(e == 0 or vanishes(e) for e in residual):
+                if mode.shares_input_vector is not None:  # implicit roots: decided in their ring
+                    shares = mode.shares_input_vector
+                else:
+                    # on the unnormalised exact vector: zero exactly when the normalised residual is
+                    residual = (pathway_derivation.sigma_x * mode.v_raw - mode.d * mode.v_raw).applyfunc(tidy)
+                    shares = all(e == 0 or vanishes(e) for e in residual)
+                if not shares:
                     failures.append(
                         f"pathway {pathway_derivation.name!r} mode {k}: Sigma_yx and Sigma_x do not share right singular vectors "
                         "(Assumption 2.1.1 fails)"

@@ -32,6 +32,7 @@ from sympy.polys.constructor import construct_domain
 from sympy.polys.domains import QQ
 from sympy.polys.matrices import DomainMatrix
 
+from . import implicit
 from .errors import DerivationError
 
 PRECISION_DIGITS = 40
@@ -57,6 +58,10 @@ def has_parametric_radicals(expr: sympy.Expr) -> bool:
 def tidy(expr: sympy.Expr) -> sympy.Expr:
     """``expand(expr)``, except for expressions with parametric radicals, which stay as they are."""
     expr = sympy.sympify(expr)
+    if implicit.has_roots(expr):
+        # kept as built (sums of products of vector entries): expanded and reduced modulo the roots'
+        # polynomials they would hold coefficients of many digits that cancel in float64
+        return expr
     return expr if has_parametric_radicals(expr) else sympy.expand(expr)
 
 
@@ -87,6 +92,10 @@ def vanishes(expr: sympy.Expr) -> bool:
     (deterministic: the sampler has a fixed seed).
     """
     expr = sympy.sympify(expr)
+    if implicit.has_roots(expr):
+        exact = implicit.vanishes_exactly(expr)
+        if exact is not None:
+            return exact
     if not expr.free_symbols or expands_within_budget(expr):
         expr = tidy(expr)
     if expr == 0:
@@ -127,6 +136,9 @@ class Mode:
     u_raw: sympy.ImmutableMatrix | None = None
     v_raw: sympy.ImmutableMatrix | None = None
     raw_norm2: sympy.Expr = sympy.Integer(1)
+    shares_input_vector: bool | None = None
+    """For ``"implicit"`` modes: whether ``v`` is an eigenvector of ``Sigma_x`` (decided exactly in
+    the polynomial ring of the generic root, :func:`_implicit_generic`); ``None`` for other kinds."""
     """Unnormalised exact vectors with ``u v^T = u_raw v_raw^T / (raw_norm2 s)``: ``raw_norm2`` is
     the squared norm of the vector on the side of the Gram matrix, the other side's is ``s^2``
     times it. Products of modes are computed on these, so rational data stays rational."""
@@ -261,12 +273,127 @@ def _eigenspaces(block: sympy.Matrix, where: str) -> list[_Eigenspace]:
         return exact if exact is not None else _numeric_eigenspaces(block)
     if block.rows == 2:
         return _parametric_pair(block)
-    raise DerivationError(
+    return _parametric_eigenspaces(block, where)
+
+
+def _no_structure(block: sympy.Matrix, where: str, why: str) -> DerivationError:
+    return DerivationError(
         f"{where}: a {block.rows}x{block.rows} parametric block of the effective correlations has no "
-        "structure the derivation can use (not rank one, not parameter-free); fix its parameters "
+        f"structure the derivation can use ({why}); fix its parameters "
         f"({', '.join(sorted(s.name for s in block.free_symbols))}) with --set NAME=VALUE to derive it "
         "exactly at that value (Task.with_values from Python)"
     )
+
+
+def _parametric_eigenspaces(block: sympy.Matrix, where: str) -> list[_Eigenspace]:
+    """Non-zero eigenspaces of a parametric symmetric block whose entries are polynomials (or
+    rational functions) in the parameters with rational coefficients, any size.
+
+    The characteristic polynomial in ``z`` (``DomainMatrix.charpoly`` over ``Q[g]``) is factored
+    over ``Q[g]``. A linear factor gives a rational-function eigenvalue and its eigenspace is an
+    exact nullspace over ``Q(g)`` (any multiplicity); a quadratic factor gives two closed forms
+    with one square root; a factor of degree ``n >= 3`` gives ``n`` implicit roots
+    (:class:`derive.implicit.ParametricRoot`). The eigenvector of a simple root ``r`` of a
+    non-linear factor ``f`` is a column of ``adj(zI - B)`` reduced modulo ``f`` (polynomials in
+    ``z`` of degree below ``deg f``), at ``z = r``."""
+    symbols = sorted(block.free_symbols, key=lambda s: s.name)
+    matrix = DomainMatrix.from_list_sympy(block.rows, block.cols, block.tolist())
+    domain = matrix.domain
+    if not (domain.is_PolynomialRing or domain.is_FractionField) or not (domain.domain.is_QQ or domain.domain.is_ZZ):
+        raise _no_structure(block, where, f"entries are not rational functions of the parameters: {domain}")
+    if domain.is_FractionField:  # clear denominators: the eigenvalues of c B are c times those of B
+        raise _no_structure(block, where, "entries are rational functions, not polynomials, of the parameters")
+    matrix = matrix.convert_to(QQ[tuple(symbols)])
+    ring = matrix.domain
+    z = _EIGENVALUE
+    coefficients = [ring.to_sympy(c) for c in matrix.charpoly()]
+    charpoly = sympy.Poly(coefficients, z).as_expr()
+    _, factors = sympy.factor_list(charpoly, z, *symbols)
+    spaces: list[_Eigenspace] = []
+    for factor, multiplicity in factors:
+        poly = sympy.Poly(factor, z)
+        degree = poly.degree()
+        if degree == 0 or (degree == 1 and poly.nth(0) == 0):
+            continue  # a content, or the zero eigenvalue
+        if degree == 1:
+            value = sympy.factor(sympy.cancel(-poly.nth(0) / poly.nth(1)))
+            spaces.extend(_rational_function_eigenspace(block, value, symbols))
+            continue
+        if multiplicity > 1:
+            raise _no_structure(
+                block, where, f"an irreducible factor of degree {degree} in z repeated {multiplicity} times"
+            )
+        columns = _adjugate_columns(matrix, coefficients, poly, z)
+        column = next(c for _, c in columns if c)
+        if degree == 2:
+            a, b, c = (poly.nth(k) for k in (2, 1, 0))
+            radicand = sympy.expand(b**2 - 4 * a * c)
+            r = sympy.sqrt(sympy.factor(radicand))
+            if len(_square_roots(r)) > 1:  # one radical, not a product of several (see _rationalised)
+                r = sympy.sqrt(radicand)
+            for sign in (1, -1):
+                value = sympy.expand((-b + sign * r) / (2 * a))
+                vector = sympy.Matrix([sympy.expand(e.subs(z, value)) for e in column])
+                spaces.append(_Eigenspace(value, (vector,), "parametric", 2))
+            continue
+        monic = sympy.expand(factor / poly.LC()).xreplace({z: implicit.VARIABLE})
+        for k in range(degree):
+            root = implicit.ParametricRoot(monic, k)
+            # the column of adj(zI - B) with the largest diagonal entry at this root (at parameters 1):
+            # the best conditioned in float64 (all non-zero columns are parallel there)
+            at_one = {symbol: 1 for symbol in symbols}
+            value = root.subs(at_one).evalf(30)
+
+            def size(pair, value=value, at_one=at_one):
+                diagonal = sympy.sympify(pair[0])
+                return abs(float(diagonal.subs(at_one).subs(z, value))) if diagonal != 0 else 0.0
+
+            best = max((pair for pair in columns if pair[1]), key=size)
+            generic = tuple(e.xreplace({z: implicit.VARIABLE}) for e in best[1])
+            vector = sympy.Matrix([e.xreplace({implicit.VARIABLE: root}) for e in generic])
+            spaces.append(_Eigenspace(root, (vector,), "implicit", degree, None, generic))
+    return spaces
+
+
+def _rational_function_eigenspace(block: sympy.Matrix, value: sympy.Expr, symbols) -> list[_Eigenspace]:
+    """The eigenspace of a rational-function eigenvalue: an exact nullspace over ``Q(g)`` with an
+    orthogonal basis by Gram-Schmidt in the same field."""
+    field = QQ.frac_field(*symbols)
+    matrix = DomainMatrix.from_list_sympy(block.rows, block.cols, block.tolist()).convert_to(field)
+    shifted = matrix - DomainMatrix.eye(block.rows, field) * field.from_sympy(value)
+    rows = shifted.nullspace().to_list()
+    basis = _orthogonalised(rows, lambda a, b: sum((x * y for x, y in zip(a, b)), field.zero))
+    vectors = tuple(sympy.Matrix([sympy.factor(field.to_sympy(e)) for e in vector]) for vector in basis)
+    return [_Eigenspace(value, vectors, "parametric", 1)]
+
+
+def _adjugate_columns(matrix: DomainMatrix, charpoly: list, factor: sympy.Poly, z: sympy.Symbol) -> list:
+    """The columns of ``adj(zI - B)`` reduced modulo ``factor``, each as ``(diagonal entry, column)``
+    (``(0, None)`` where it is zero modulo ``factor``).
+
+    With ``p(x) = sum_j c_j x^j`` the characteristic polynomial,
+    ``adj(zI - B) = sum_j c_j sum_{i < j} z^(j-1-i) B^i``: a Krylov sequence per column."""
+    n = matrix.shape[0]
+    ring = matrix.domain
+    c = list(reversed(charpoly))  # c[j]: the coefficient of z^j
+    divisor = sympy.Poly(factor.as_expr(), z)
+    found: list = []
+    for m in range(n):
+        krylov = [DomainMatrix([[ring.one if i == m else ring.zero] for i in range(n)], (n, 1), ring)]
+        for _ in range(n - 1):
+            krylov.append(matrix * krylov[-1])
+        powers = [[ring.to_sympy(row[0]) for row in k.to_list()] for k in krylov]
+        column = []
+        for i in range(n):
+            entry = sympy.Integer(0)
+            for j in range(1, n + 1):
+                for power in range(j):
+                    entry += c[j] * z ** (j - 1 - power) * powers[power][i]
+            column.append(sympy.Poly(sympy.expand(entry), z).rem(divisor).as_expr())
+        found.append((column[m], [sympy.expand(e) for e in column]) if any(e != 0 for e in column) else (0, None))
+    if not any(c for _, c in found):
+        raise DerivationError("no column of the adjugate is non-zero at a simple eigenvalue (not a simple root)")
+    return found
 
 
 def _parametric_pair(block: sympy.Matrix) -> list[_Eigenspace]:
@@ -329,6 +456,8 @@ def _rationalised(numerator: sympy.Expr, denominator: sympy.Expr) -> sympy.Expr 
 
 def _canonical(expr: sympy.Expr, field) -> sympy.Expr:
     """``expr`` reduced in ``field`` (polynomials in its generator modulo its minimal polynomial)."""
+    if field is None and implicit.has_roots(expr):
+        return implicit.reduce_roots(expr)
     expr = sympy.expand(expr)
     if field is None or field.is_QQ or expr.is_Rational:
         return expr
@@ -341,6 +470,8 @@ def _canonical(expr: sympy.Expr, field) -> sympy.Expr:
 def _ratio(numerator: sympy.Expr, denominator: sympy.Expr, kind: str, field) -> sympy.Expr:
     if kind == "numeric":
         return sympy.expand(numerator / denominator)
+    if kind == "implicit":  # each side a polynomial in the root of degree below its polynomial's
+        return implicit.reduce_roots(numerator) / implicit.reduce_roots(denominator)
     if kind == "parametric" or field is None:
         if _square_roots(numerator) or _square_roots(denominator):
             rationalised = _rationalised(numerator, denominator)
@@ -363,6 +494,8 @@ def _root(value: sympy.Expr, kind: str) -> sympy.Expr:
 def _normalised(vector: sympy.Matrix, kind: str, field) -> sympy.ImmutableMatrix:
     vector = vector.applyfunc(lambda e: _canonical(e, field))
     norm = _root(_canonical((vector.T * vector)[0, 0], field), kind)
+    if kind == "implicit":
+        return sympy.ImmutableMatrix(vector.applyfunc(lambda e: e / norm if e != 0 else e))
     if kind == "parametric":
         return sympy.ImmutableMatrix(vector.applyfunc(lambda e: sympy.factor(e / norm)))
     return sympy.ImmutableMatrix(vector.applyfunc(lambda e: e / norm if e != 0 else e))
@@ -411,6 +544,9 @@ def find_modes(sigma_yx: sympy.Matrix, sigma_x: sympy.Matrix, where: str) -> lis
         if all(vanishes(e) for e in block):
             continue
         for space in _eigenspaces(block, where):
+            if space.kind == "implicit":
+                modes.append(_implicit_mode(sigma_yx, sigma_x, space, tuple(block_indices), left))
+                continue
             in_field = _modes_in_field(sigma_yx, sigma_x, space, block_indices, left, gram.rows)
             if in_field is not None:
                 modes.extend(in_field)
@@ -455,6 +591,84 @@ def find_modes(sigma_yx: sympy.Matrix, sigma_x: sympy.Matrix, where: str) -> lis
                     )
                 )
     return modes
+
+
+def _implicit_mode(sigma_yx, sigma_x, space: _Eigenspace, block_indices: tuple, left: bool) -> Mode:
+    """The mode of an implicit root ``r`` (:class:`derive.implicit.ParametricRoot`): vectors, norms
+    and ``d`` are computed once per polynomial as polynomials in a generic root ``x`` and the
+    parameters (a polynomial ring over ``Q``, reduced modulo the root's polynomial), then ``x = r``."""
+    root = space.value
+    generic = _implicit_generic(sigma_yx, sigma_x, root.polynomial, space.elements, block_indices, left)
+    *expressions, shares = generic
+    u_raw, v_raw = (e.xreplace({implicit.VARIABLE: root}) for e in expressions[:2])
+    # norms and d as sums of products of the vectors' entries, not expanded: each entry is a short
+    # polynomial in the root, while the expanded and reduced forms hold coefficients of many digits
+    # that cancel when evaluated in float64
+    norm_u, norm_v = ((x.T * x)[0, 0] for x in (u_raw, v_raw))
+    raw_norm2 = norm_u if left else norm_v
+    d_top = (v_raw.T * sigma_x * v_raw)[0, 0]
+    return Mode(
+        s=sympy.sqrt(root),
+        d=d_top / norm_v,
+        u=sympy.ImmutableMatrix(u_raw.applyfunc(lambda e: e / sympy.sqrt(norm_u) if e != 0 else e)),
+        v=sympy.ImmutableMatrix(v_raw.applyfunc(lambda e: e / sympy.sqrt(norm_v) if e != 0 else e)),
+        kind="implicit",
+        degree=space.degree,
+        u_raw=u_raw,
+        v_raw=v_raw,
+        raw_norm2=raw_norm2,
+        shares_input_vector=shares,
+    )
+
+
+_IMPLICIT_GENERIC: dict = {}
+
+
+def _implicit_generic(sigma_yx, sigma_x, polynomial, column, block_indices, left):
+    key = (sigma_yx, sigma_x, polynomial, column, block_indices, left)
+    if key in _IMPLICIT_GENERIC:
+        return _IMPLICIT_GENERIC[key]
+    x = implicit.VARIABLE
+    symbols = sorted(
+        (sigma_yx.free_symbols | sigma_x.free_symbols | polynomial.free_symbols) - {x}, key=lambda s: s.name
+    )
+    ring = QQ[(x, *symbols)]
+    minimal = ring.from_sympy(polynomial)
+
+    def reduce(element):
+        return element.rem(minimal) if element else element
+
+    a = DomainMatrix.from_list_sympy(*sigma_yx.shape, sigma_yx.tolist()).convert_to(ring)
+    c = DomainMatrix.from_list_sympy(*sigma_x.shape, sigma_x.tolist()).convert_to(ring)
+    size = sigma_yx.rows if left else sigma_yx.cols
+    entries = [ring.zero] * size
+    for position, index in enumerate(block_indices):
+        entries[index] = ring.from_sympy(column[position])
+    gram_side = DomainMatrix([[e] for e in entries], (size, 1), ring)
+    other = (a.transpose() * gram_side) if left else (a * gram_side)
+    other = DomainMatrix([[reduce(row[0])] for row in other.to_list()], other.shape, ring)
+    u, v = (gram_side, other) if left else (other, gram_side)
+
+    def square(vector, middle=None):
+        product = vector.transpose() * (middle * vector if middle is not None else vector)
+        return reduce(product.to_list()[0][0])
+
+    norm_u, norm_v = square(u), square(v)
+    raw_norm2 = norm_u if left else norm_v
+    d_top = square(v, c)
+
+    def expr(element):
+        return ring.to_sympy(element)
+
+    def matrix(vector):
+        return sympy.ImmutableMatrix([expr(row[0]) for row in vector.to_list()])
+
+    # Sigma_x v = d v  <=>  |v|^2 Sigma_x v - (v^T Sigma_x v) v = 0 modulo the root's polynomial
+    residual = c * v * DomainMatrix([[norm_v]], (1, 1), ring) - v * DomainMatrix([[d_top]], (1, 1), ring)
+    shares = all(not reduce(row[0]) for row in residual.to_list())
+    result = (matrix(u), matrix(v), expr(raw_norm2), expr(norm_u), expr(norm_v), expr(d_top), expr(norm_v), shares)
+    _IMPLICIT_GENERIC[key] = result
+    return result
 
 
 def _modes_in_field(sigma_yx, sigma_x, space: _Eigenspace, block_indices, left: bool, size: int) -> list[Mode] | None:

@@ -400,6 +400,13 @@ class Symmetry:
                     for j_source in range(len(self.classes[sources[0]])):
                         total = None
                         source_s = None
+                        if self._alone(p, sources):
+                            # only p itself drives p: T = R_j Sigma_x, in p's own classes exactly when
+                            # its input vectors diagonalise Sigma_x with one d per class
+                            failure = self._lone_class(p, members, position, coefficients, h, g, j_source)
+                            if failure:
+                                return failure
+                            continue
                         for q in sources:
                             if q != p and (q, p) not in d.cross_correlations:
                                 continue
@@ -433,6 +440,42 @@ class Symmetry:
                                 coefficients[row, column] = value
                             elif not vanishes(coefficients[row, column] - value):
                                 return f"pathway {names[p]!r} is coupled unlike the rest of its group"
+        return None
+
+    def _alone(self, p: int, sources) -> bool:
+        """Whether the group ``sources`` drives pathway ``p`` through ``p`` alone, and ``p`` has
+        modes with implicit roots (:mod:`derive.implicit`): their class maps are only compared
+        through exact facts already decided (shared input vectors, equal ``d``)."""
+        d = self.derivation
+        if p not in sources or any(q != p and (q, p) in d.cross_correlations for q in sources):
+            return False
+        return any(m.kind == "implicit" for m in d.pathways[p].modes)
+
+    def _lone_class(self, p: int, members, position, coefficients, h: int, g: int, j_source: int) -> str | None:
+        d = self.derivation
+        names = [x.name for x in d.network.pathways]
+        modes = d.pathways[p].modes
+        jp = self._class_position(p, self.groups[g][0], j_source)
+        if jp is None:
+            return f"pathway {names[p]!r} has no class matching its group's"
+        chosen = self.classes[p][jp]
+        for k in chosen.modes:
+            mode = modes[k]
+            shares = mode.shares_input_vector
+            if shares is None:
+                residual = (d.pathways[p].sigma_x * mode.v_raw - mode.d * mode.v_raw).applyfunc(tidy)
+                shares = all(e == 0 or vanishes(e) for e in residual)
+            if not shares or not vanishes(mode.d - modes[chosen.modes[0]].d):
+                return f"pathway {names[p]!r}: class {j_source} of group {[names[p]]} drives it outside its own singular vectors"
+        j_reference = self._class_position(members[0], p, jp)
+        if j_reference is None:
+            return f"pathway {names[p]!r} has no class matching its group's"
+        row, column = position[(h, j_reference)], position[(g, j_source)]
+        value = chosen.input_variance
+        if p == members[0]:
+            coefficients[row, column] = value
+        elif not vanishes(coefficients[row, column] - value):
+            return f"pathway {names[p]!r} is coupled unlike the rest of its group"
         return None
 
     def variable_of(self, pathway: int, mode: int) -> int:

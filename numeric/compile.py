@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 import sympy
 
-from gdln.derive import cache
+from gdln.derive import cache, implicit
 from gdln.derive.algebraic import CouplingNumber
 
 
@@ -103,11 +103,18 @@ def _compile(flat: list[sympy.Expr], args: Sequence[sympy.Symbol], single: bool,
     # Exact algebraic numbers with no radical form (CRootOf) have no JAX printer: numbers start here.
     roots = set().union(*(algebraic_roots(flat[k]) for k in varying))
     numbers = {r: r.evalf(30) for r in roots}
+    # Implicit roots of polynomials in the parameters (derive.implicit) are extra inputs, computed at
+    # every point from their polynomial
+    implicit_roots = sorted(set().union(*(implicit.roots_in(flat[k]) for k in varying)), key=sympy.default_sort_key)
+    stand_ins = [sympy.Dummy(f"root{k}") for k in range(len(implicit_roots))]
+    numbers.update(zip(implicit_roots, stand_ins))
     exprs = [_in_float_range(flat[k].xreplace(numbers)) for k in varying]
-    raw = sympy.lambdify(list(args), exprs, modules="jax", cse=True)
+    raw = sympy.lambdify([*args, *stand_ins], exprs, modules="jax", cse=True)
+    root_values = implicit.jax_root_values(implicit_roots, args) if implicit_roots else None
 
     def evaluate(*values):
-        results = [jnp.asarray(r, dtype=jnp.float64) for r in raw(*values)] if varying else []
+        extra = root_values(*values) if root_values is not None else []
+        results = [jnp.asarray(r, dtype=jnp.float64) for r in raw(*values, *extra)] if varying else []
         shape = jnp.broadcast_shapes(*(r.shape for r in results))
         stacked = jnp.broadcast_to(jnp.asarray(constants), (*shape, len(flat)))
         if varying:

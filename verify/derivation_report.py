@@ -204,6 +204,7 @@ def crossover_entries(found: list[Crossover], values: Mapping) -> list[dict]:
             "value": number_at(c.expr, {s: v for s, v in values.items() if s != c.parameter}),
             "faster_below": c.faster_below,
             "faster_above": c.faster_above,
+            **({"numeric": True, "note": c.note, "bracket": list(c.bracket)} if c.bracket else {}),
         }
         for c in found
     ]

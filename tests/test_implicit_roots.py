@@ -1,0 +1,132 @@
+"""Parametric Gram blocks of any size (issue 36): the three-context spec keeps ``g`` exact, with
+linear, quadratic and cubic factors of the characteristic polynomials (the cubics as implicit roots,
+:mod:`derive.implicit`), and its numbers at a point equal the derivation of the same spec with ``g``
+written as a number, and numpy's SVD of the data."""
+
+from __future__ import annotations
+
+import tomllib
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+import pytest
+import sympy
+
+from gdln.derive import implicit
+from gdln.derive.spec import load_spec, task_from_dict
+from gdln.numeric.prediction import TaskPredictions
+from gdln.verify.race import race_report
+
+SPEC = Path(__file__).resolve().parent.parent / "examples" / "three_contexts.toml"
+VALUES = [Fraction(1, 2), Fraction(3, 2), Fraction(3)]
+RELATIVE = 1e-10
+#: loss curves and t_half, t_90 are integrated (reduced flow, diffrax at rtol 1e-10 per step): two runs whose inputs
+#: differ by float64 rounding take different steps and agree to the solver's global error
+CURVE_RELATIVE = 1e-8
+
+
+def substituted(value: Fraction):
+    """The same spec with ``g`` written as the number ``value``."""
+    document = tomllib.loads(SPEC.read_text())
+    del document["parameters"]
+    text = f"{value.numerator}/{value.denominator}"
+    document["data"]["targets"] = [[text if e == "g" else e for e in row] for row in document["data"]["targets"]]
+    return task_from_dict(document, source=f"three_contexts g={text}")
+
+
+@pytest.fixture(scope="module")
+def symbolic():
+    return TaskPredictions(load_spec(SPEC))
+
+
+def _numpy_singular_values(task, pathway, value):
+    """Singular values of ``Sigma_yx = (1/N) sum over active datapoints of y x^T`` from the data."""
+    inputs = np.array([[float(sympy.sympify(e)) for e in row] for row in task.inputs.tolist()])
+    targets = np.array(
+        [
+            [float(sympy.sympify(e).subs(sympy.Symbol("g", positive=True), value)) for e in row]
+            for row in task.targets.tolist()
+        ]
+    )
+    active = list(pathway.active)
+    sigma = targets[active][:, list(pathway.outputs)].T @ inputs[active][:, list(pathway.inputs)] / len(inputs)
+    return np.linalg.svd(sigma, compute_uv=False)
+
+
+def test_routes(symbolic):
+    """dense: a 7x7 block with two irreducible cubic factors in g (implicit roots); ctx-only's
+    first context: linear and quadratic factors (rational functions, one square root)."""
+    dense = symbolic.derivation("dense").pathways[0].modes
+    assert sorted({(m.kind, m.degree) for m in dense}) == [("implicit", 3)]
+    assert len({r.polynomial for m in dense for r in implicit.roots_in(m.s)}) == 2
+    context = symbolic.derivation("ctx-only").pathways[0].modes
+    assert {(m.kind, m.degree) for m in context} == {("parametric", 1), ("parametric", 2)}
+    assert all(sympy.Symbol("g", positive=True) in m.s.free_symbols for m in dense)
+
+
+@pytest.mark.parametrize("value", VALUES)
+def test_singular_values_and_race_match_substituted_spec(symbolic, value):
+    numeric = TaskPredictions(substituted(value))
+    g = float(value)
+    race = race_report(symbolic.task, {"g": g}, symbolic)
+    race_number = race_report(numeric.task, None, numeric)
+    for name in ("dense", "common+ctx", "ctx-only"):
+        ours = symbolic.mode_scales(name, [g])
+        theirs = numeric.mode_scales(name, [])
+        pathways = symbolic.derivation(name).network.pathways
+        for (s, d), (s_ref, d_ref), pathway in zip(ours, theirs, pathways):
+            s, s_ref = np.sort(s)[::-1], np.sort(s_ref)[::-1]
+            np.testing.assert_allclose(s, s_ref, rtol=RELATIVE, atol=0)
+            np.testing.assert_allclose(np.sort(d), np.sort(d_ref), rtol=RELATIVE, atol=1e-14)
+            svd = _numpy_singular_values(symbolic.task, pathway, g)
+            np.testing.assert_allclose(s, svd[: len(s)], rtol=1e-12, atol=0)
+            assert np.all(svd[len(s) :] < 1e-12)
+    by_name = {n["name"]: n for n in race["networks"]}
+    for entry in race_number["networks"]:
+        mine = by_name[entry["name"]]
+        for key in ("t_half", "t_90"):
+            if entry[key] is None:
+                assert mine[key] is None
+            else:
+                assert mine[key] == pytest.approx(entry[key], rel=CURVE_RELATIVE)
+    ts = np.linspace(0.0, symbolic.task.training.epochs, 41)
+    training = symbolic.task.training
+    for name in ("dense", "ctx-only"):
+        curve = symbolic.prediction(name).loss_curve(ts, training.init_scale, training.tau, [g])
+        reference = numeric.prediction(name).loss_curve(ts, training.init_scale, training.tau, [])
+        np.testing.assert_allclose(curve, reference, rtol=CURVE_RELATIVE, atol=0)
+
+
+def test_root_values_from_their_polynomial():
+    """A root evaluates from its polynomial at a point: the exact (CRootOf) value, numpy's roots and
+    the compiled JAX value agree."""
+    g = sympy.Symbol("g", positive=True)
+    z = implicit.VARIABLE
+    polynomial = z**3 - (3 + g) * z**2 + g * z + g / 7
+    values = [float(v) for v in VALUES]
+    for index in range(3):
+        root = implicit.ParametricRoot(polynomial, index)
+        evaluate = implicit.jax_root_values([root], [g])
+        for v in values:
+            exact = float(sympy.N(root.subs(g, sympy.nsimplify(v)), 30))
+            reference = sorted(np.roots([1, -(3 + v), v, v / 7]).real, reverse=True)[index]
+            assert exact == pytest.approx(reference, rel=1e-12)
+            assert float(evaluate(v)[0]) == pytest.approx(exact, rel=1e-13)
+            assert float(implicit.numpy_evaluator(root, [g])(v)) == pytest.approx(exact, rel=1e-13)
+
+
+def test_implicit_roots_pickle_and_reduce():
+    import pickle
+
+    g = sympy.Symbol("g", positive=True)
+    root = implicit.ParametricRoot(
+        implicit.VARIABLE**3 - (3 + g) * implicit.VARIABLE**2 + g * implicit.VARIABLE + g / 7, 0
+    )
+    expr = (root**4 + g * root) / (root**3 + 1)
+    assert pickle.loads(pickle.dumps(expr)) == expr
+    reduced = implicit.reduce_roots(expr)
+    assert sympy.Poly(sympy.fraction(reduced)[0].xreplace({root: sympy.Symbol("r")}), sympy.Symbol("r")).degree() < 3
+    assert float(sympy.N((reduced - expr).subs(g, 2), 30)) == pytest.approx(0, abs=1e-25)
+    assert implicit.vanishes_exactly(root**3 - (3 + g) * root**2 + g * root + g / 7)
+    assert not implicit.vanishes_exactly(root**2 - g)

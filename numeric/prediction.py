@@ -112,7 +112,9 @@ class Prediction:
             return pathway_log_initial_strengths(self.derivation.network, init_scale)
         return expected_log_initial_strengths(self.compiled, init_scale)
 
-    def loss_curve(self, ts, init_scale: float, tau: float, values: Sequence[float]) -> np.ndarray:
+    def loss_curve(
+        self, ts: Sequence[float] | np.ndarray, init_scale: float, tau: float, values: Sequence[float]
+    ) -> np.ndarray:
         """The predicted loss, every pathway started from its width.
 
         Args:
@@ -176,7 +178,13 @@ class Prediction:
         return not self.uses_flow and all(p.depth == 2 for p in self.derivation.network.pathways)
 
     def aligned_loss_curve(
-        self, ts, alignment: Alignment, learning_rate: float, values: Sequence[float], *, time: str = GRADIENT_DESCENT
+        self,
+        ts: Sequence[float] | np.ndarray,
+        alignment: Alignment,
+        learning_rate: float,
+        values: Sequence[float],
+        *,
+        time: str = GRADIENT_DESCENT,
     ) -> np.ndarray:
         """The prediction for ReLU runs from the end of their alignment phase, averaged over seeds.
 
@@ -284,7 +292,9 @@ class Prediction:
         sampled = np.asarray(flow.losses_of_states(states, values))
         return sampled[np.searchsorted(grid, offsets)]
 
-    def maps(self, ts, init_scale: float, tau: float, values: Sequence[float]) -> dict[str, Float[Array, "T out in"]]:
+    def maps(
+        self, ts: Sequence[float] | np.ndarray, init_scale: float, tau: float, values: Sequence[float]
+    ) -> dict[str, Float[Array, "T out in"]]:
         """Per pathway name, its map ``W_p(t)`` at epochs ``ts``."""
         if self.uses_flow:
             flow = self.flow

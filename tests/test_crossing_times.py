@@ -235,7 +235,7 @@ def test_the_issue_cases(xor_task, xor_races, xor_models):
     huge = race_report(xor_task.with_training(epochs=10**30), {"Delta": 1.0}, models=xor_models)
     assert huge["winner"] == "xor" and huge["horizon"] == 10**30
     assert [n["t_90"] for n in huge["networks"]] == [n["t_90"] for n in xor_races[1.0, 1e-4, 12000]["networks"]]
-    json.dumps(huge, allow_nan=False)
+    json.dumps(huge.to_json(), allow_nan=False)
 
 
 def test_crossing_beyond_the_horizon_is_null(xor_task, xor_models):

@@ -14,7 +14,8 @@ from gdln.derive.errors import SpecError
 
 from .helpers import XOR_SPEC, run_cli
 
-#: a parameter in a 3x3 block of the effective correlations of network ``dense``; ``per-item``
+#: a radical of a parameter in a 3x3 block of the effective correlations of network ``dense`` (no
+#: exact route keeps it: the block is not polynomial in g); ``per-item``
 #: has rank-one pathways only, so it derives with ``g`` kept
 BLOCK_SPEC = """
 title = "a 3x3 parametric block"
@@ -22,7 +23,7 @@ title = "a 3x3 parametric block"
 g = 2
 [data]
 inputs = [[1, 0, 0], [0, 1, 0], [0, 0, 1]]
-targets = [["1", "g", 0], ["g", 1, 1], [0, 1, "g + 1"]]
+targets = [["1", "sqrt(g)", 0], ["sqrt(g)", 1, 1], [0, 1, "g + 1"]]
 [[network]]
 name = "dense"
 [[network.pathway]]
@@ -107,7 +108,7 @@ def test_the_error_s_remedy_works(capsys, block_spec):
     report = json.loads(out)
     assert report["fixed"] == {"g": "3/2"}
     x = np.eye(3)
-    y = np.array([[1, 1.5, 0], [1.5, 1, 1], [0, 1, 2.5]])
+    y = np.array([[1, np.sqrt(1.5), 0], [np.sqrt(1.5), 1, 1], [0, 1, 2.5]])
     expected = np.linalg.svd(y.T @ x / 3, compute_uv=False)
     found = sorted((s["value"] for s in report["pathways"][0]["singular_values"]), reverse=True)
     assert found == pytest.approx(expected, rel=1e-12)

@@ -170,9 +170,9 @@ def check_prediction_models(task: Task, initial_conditions: str, time_model: str
 
 def verify_report(
     task: Task,
-    overrides=None,
-    seeds=None,
-    epochs=None,
+    overrides: Mapping[str, float] | None = None,
+    seeds: int | None = None,
+    epochs: int | None = None,
     models: TaskPredictions | None = None,
     representations: bool = True,
     initial_conditions: str = ALIGNMENT,

@@ -52,6 +52,7 @@ from .initial_conditions import (
 from .integrate import integrate_ode
 from .race import CompiledNetwork, RaceResult
 from .reduced_flow import ReducedFlow, loss_of_maps
+from .types import Times
 
 CLOSED_FORM, RACE_ODE, REDUCED_FLOW = "closed form", "race ODE", "reduced flow"
 GRADIENT_DESCENT, GRADIENT_FLOW = "gradient descent", "gradient flow"
@@ -112,9 +113,7 @@ class Prediction:
             return pathway_log_initial_strengths(self.derivation.network, init_scale)
         return expected_log_initial_strengths(self.compiled, init_scale)
 
-    def loss_curve(
-        self, ts: Sequence[float] | np.ndarray, init_scale: float, tau: float, values: Sequence[float]
-    ) -> np.ndarray:
+    def loss_curve(self, ts: Times, init_scale: float, tau: float, values: Sequence[float]) -> np.ndarray:
         """The predicted loss, every pathway started from its width.
 
         Args:
@@ -179,7 +178,7 @@ class Prediction:
 
     def aligned_loss_curve(
         self,
-        ts: Sequence[float] | np.ndarray,
+        ts: Times,
         alignment: Alignment,
         learning_rate: float,
         values: Sequence[float],
@@ -293,7 +292,7 @@ class Prediction:
         return sampled[np.searchsorted(grid, offsets)]
 
     def maps(
-        self, ts: Sequence[float] | np.ndarray, init_scale: float, tau: float, values: Sequence[float]
+        self, ts: Times, init_scale: float, tau: float, values: Sequence[float]
     ) -> dict[str, Float[Array, "T out in"]]:
         """Per pathway name, its map ``W_p(t)`` at epochs ``ts``."""
         if self.uses_flow:

@@ -130,3 +130,20 @@ def test_implicit_roots_pickle_and_reduce():
     assert float(sympy.N((reduced - expr).subs(g, 2), 30)) == pytest.approx(0, abs=1e-25)
     assert implicit.vanishes_exactly(root**3 - (3 + g) * root**2 + g * root + g / 7)
     assert not implicit.vanishes_exactly(root**2 - g)
+
+
+def test_latex_names_each_implicit_polynomial_once_and_values_its_roots(symbolic):
+    """The LaTeX writes each implicit root's polynomial once, in z with coefficients in g, and each
+    singular value as its numbered root with its value at the spec's g (issue 36, point 6)."""
+    from gdln.derive.latex import to_latex
+
+    derivation = symbolic.derivation("dense")
+    tex = to_latex(derivation)
+    roots = {r for p in derivation.pathways for m in p.modes for r in implicit.roots_in(m.s)}
+    assert roots
+    for name in {r.name for r in roots}:
+        symbol = f"P_{{\\mathrm{{{name[1:]}}}}}"
+        assert tex.count(f"is the $k$-th largest root of ${symbol}(z)$") == 1
+    g = symbolic.task.parameter("g")
+    for mode in (m for p in derivation.pathways for m in p.modes):
+        assert f"\\approx {sympy.N(mode.s.xreplace({g: 1}), 6)}" in tex

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 import sympy
 
+from .. import implicit
 from .matrices import MAX_NAMED_SIDE, Registry, column_blocks, describe, full, math, runs, short_entries
 from .width import MAX_LINE, split_sum, width
 
@@ -53,6 +54,11 @@ class Document:
     roots: list[tuple[sympy.Poly, str]] = field(default_factory=list)
     shown_roots: int = 0
     said: set[str] = field(default_factory=set)
+    #: the spec's parameter values: an expression in implicit roots is shown by its value there
+    defaults: dict = field(default_factory=dict)
+    #: implicit roots' polynomials by name (``derive.implicit``), in order of first use
+    implicit: dict[str, sympy.Expr] = field(default_factory=dict)
+    shown_implicit: int = 0
 
     def once(self, key: str, text: str) -> str:
         """``text`` the first time ``key`` is asked for in the document, then nothing."""
@@ -63,7 +69,8 @@ class Document:
 
     @staticmethod
     def of(task, pathways) -> Document:
-        return Document(Layout.of(task), {p.name: i + 1 for i, p in enumerate(pathways)})
+        defaults = {symbol: sympy.nsimplify(value) for symbol, value in task.parameters.items()}
+        return Document(Layout.of(task), {p.name: i + 1 for i, p in enumerate(pathways)}, defaults=defaults)
 
     # --- displays ------------------------------------------------------------------------------------
     @staticmethod
@@ -148,11 +155,28 @@ class Document:
         (shown by :meth:`polynomials`), with its numerical value; any other expression in such
         roots by its numerical value."""
         expr = sympy.sympify(expr)
+        found = implicit.roots_in(expr)
+        if found:
+            return self._implicit_value(expr, found)
         if not expr.has(sympy.CRootOf):
             return math(expr, self.names)
         number = f"\\approx {sympy.N(expr, 6)}"
         exact = self.exact(expr)
         return f"{exact} {number}" if exact is not None else number
+
+    def _implicit_value(self, expr, found) -> str:
+        """A value in implicit roots: a root, or its square root, by its name (its polynomial shown
+        by :meth:`polynomials`); any other expression in them by its value at the spec's
+        parameters, as it is too long to read (the JSON gives it exactly)."""
+        for root in sorted(found, key=sympy.default_sort_key):
+            self.implicit.setdefault(root.name, root.polynomial)
+        at = sympy.N(expr.xreplace(self.defaults), 6)
+        values = ", ".join(f"{s.name} = {v}" for s, v in self.defaults.items() if s in expr.free_symbols)
+        if len(found) == 1:
+            (root,) = found
+            if expr == root or expr == sympy.sqrt(root):
+                return f"{math(expr, self.names)} \\approx {at}"
+        return f"\\approx {at} \\text{{ at {values}}}" if values else f"\\approx {at}"
 
     def exact(self, expr) -> str | None:
         """An exact value, a root of a polynomial as ``z_{j,i}`` or its square root; ``None`` for
@@ -178,8 +202,10 @@ class Document:
         return f"z_{{{len(self.roots)},{root.index + 1}}}"
 
     def polynomials(self) -> str:
-        """The polynomials named since the last call: ``z_{j,i}`` is the ``i``-th smallest real root of ``P_j``."""
-        lines = []
+        """The polynomials named since the last call: ``z_{j,i}`` is the ``i``-th smallest real root of
+        ``P_j``; ``rho_k(P_h)`` the ``k``-th largest root of ``P_h(z)``, whose coefficients are
+        polynomials in the parameters."""
+        lines = [self._implicit_polynomials()]
         for j, (poly, symbol) in enumerate(self.roots[self.shown_roots :], start=self.shown_roots + 1):
             terms = []
             for (power,), c in poly.terms():
@@ -205,6 +231,44 @@ class Document:
                 + "\n\\end{multline*}\n"
             )
         self.shown_roots = len(self.roots)
+        return "".join(lines)
+
+    def _implicit_polynomials(self) -> str:
+        lines = []
+        names = list(self.implicit)[self.shown_implicit :]
+        for name in names:
+            polynomial = self.implicit[name].xreplace({implicit.VARIABLE: _ROOT})
+            poly = sympy.Poly(polynomial, _ROOT)
+            terms = []  # by descending power of z, each coefficient (a polynomial in the parameters) whole
+            for (power,), coefficient in poly.terms():
+                z = "" if power == 0 else ("z" if power == 1 else f"z^{{{power}}}")
+                if coefficient == 1 and z:
+                    terms.append(z)
+                    continue
+                text = sympy.latex(coefficient)
+                terms.append(
+                    f"\\left({text}\\right) {z}" if z and isinstance(coefficient, sympy.Add) else f"{text} {z}"
+                )
+            rows, current = [], ""
+            for position, term in enumerate(terms):
+                term = term if position == 0 or term.startswith("-") else "+ " + term
+                if current and len(current) + len(term) > 150:
+                    rows.append(current)
+                    current = term
+                else:
+                    current += (" " if current else "") + term
+            rows.append(current)
+            degree = poly.degree()
+            symbol = f"P_{{\\mathrm{{{name[1:]}}}}}"
+            lines.append(
+                f"\\noindent $\\rho_k({symbol})$ is the $k$-th largest root of ${symbol}(z)$, irreducible over "
+                f"the polynomials in the parameters, of degree {degree} in $z$:\n"
+                + "{\\small\n\\begin{multline*}\n"
+                + f"{symbol}(z) = "
+                + " \\\\\n".join(rows)
+                + "\n\\end{multline*}}\n"
+            )
+        self.shown_implicit = len(self.implicit)
         return "".join(lines)
 
     # --- names -----------------------------------------------------------------------------------------

@@ -84,7 +84,10 @@ def test_shell_blocks_run(code, tmp_path):
     )
 
 
+# the executed site build (test_the_tutorials_render_with_their_outputs) runs every cell too, and
+# fails on an error in any: this second run of the notebooks is left to the exhaustive tier
 @pytest.mark.slow
+@pytest.mark.exhaustive
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[n.stem for n in NOTEBOOKS])
 def test_tutorials_execute(notebook, tmp_path):
     jupytext = pytest.importorskip("jupytext")

@@ -36,7 +36,7 @@ def _render_verify(report):
     print(f"the ReLU network follows: {report['follows']} (among the spec's networks)")
     verdict = validity_text(report["follows"], report["networks"], report["validity"])
     if verdict:
-        print(f"  {verdict}")
+        print(f"  validity: {verdict}")
     said = resolution_text(report.get("resolution"))
     if said:
         print(f"  {said}")

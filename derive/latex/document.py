@@ -213,22 +213,9 @@ class Document:
                 variable = "" if power == 0 else ("z" if power == 1 else f"z^{{{power}}}")
                 sign = "-" if c < 0 else "+"
                 terms.append((sign, magnitude + (" " if magnitude and variable else "") + variable))
-            rows, current = [], ""
-            for position, (sign, text) in enumerate(terms):
-                lead = ("-" if sign == "-" else "") if position == 0 else f"{sign} "
-                if current and len(current) + len(text) > 70:
-                    rows.append(current)
-                    current = lead + text
-                else:
-                    current += (" " if current else "") + lead + text
-            rows.append(current)
             lines.append(
                 f"\\noindent $z_{{{j},i}}$ is the $i$-th smallest real root of the irreducible polynomial "
-                f"${symbol}(z)$ of degree {poly.degree()}:\n"
-                + "\\begin{multline*}\n"
-                + f"{symbol}(z) = "
-                + " \\\\\n".join(rows)
-                + "\n\\end{multline*}\n"
+                f"${symbol}(z)$ of degree {poly.degree()}:\n" + _multline(symbol, terms, 70)
             )
         self.shown_roots = len(self.roots)
         return "".join(lines)
@@ -243,30 +230,18 @@ class Document:
             for (power,), coefficient in poly.terms():
                 z = "" if power == 0 else ("z" if power == 1 else f"z^{{{power}}}")
                 if coefficient == 1 and z:
-                    terms.append(z)
+                    terms.append(("+", z))
                     continue
                 text = sympy.latex(coefficient)
-                terms.append(
-                    f"\\left({text}\\right) {z}" if z and isinstance(coefficient, sympy.Add) else f"{text} {z}"
-                )
-            rows, current = [], ""
-            for position, term in enumerate(terms):
-                term = term if position == 0 or term.startswith("-") else "+ " + term
-                if current and len(current) + len(term) > 150:
-                    rows.append(current)
-                    current = term
-                else:
-                    current += (" " if current else "") + term
-            rows.append(current)
-            degree = poly.degree()
+                text = f"\\left({text}\\right) {z}" if z and isinstance(coefficient, sympy.Add) else f"{text} {z}"
+                terms.append(("-", text[1:]) if text.startswith("-") else ("+", text))
             symbol = f"P_{{\\mathrm{{{name[1:]}}}}}"
             lines.append(
                 f"\\noindent $\\rho_k({symbol})$ is the $k$-th largest root of ${symbol}(z)$, irreducible over "
-                f"the polynomials in the parameters, of degree {degree} in $z$:\n"
-                + "{\\small\n\\begin{multline*}\n"
-                + f"{symbol}(z) = "
-                + " \\\\\n".join(rows)
-                + "\n\\end{multline*}}\n"
+                f"the polynomials in the parameters, of degree {poly.degree()} in $z$:\n"
+                + "{\\small\n"
+                + _multline(symbol, terms, 150)
+                + "}\n"
             )
         self.shown_implicit = len(self.implicit)
         return "".join(lines)
@@ -286,3 +261,18 @@ class Document:
             for i, (x, x0) in enumerate(zip(system.variables, system.initial)):
                 self.names[x] = f"b_{{{first + i}}}"
                 self.names[x0] = f"b_{{{first + i}}}(0)"
+
+
+def _multline(symbol: str, terms: Sequence[tuple[str, str]], limit: int) -> str:
+    """``symbol(z) = `` the signed ``terms`` (``("+", text)``), wrapped into rows of about ``limit``
+    characters of LaTeX, as a ``multline*``."""
+    rows, current = [], ""
+    for position, (sign, text) in enumerate(terms):
+        lead = ("-" if sign == "-" else "") if position == 0 else f"{sign} "
+        if current and len(current) + len(text) > limit:
+            rows.append(current)
+            current = lead + text
+        else:
+            current += (" " if current else "") + lead + text
+    rows.append(current)
+    return "\\begin{multline*}\n" + f"{symbol}(z) = " + " \\\\\n".join(rows) + "\n\\end{multline*}\n"

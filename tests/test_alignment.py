@@ -216,6 +216,8 @@ def test_relu_network_follows_the_alignment_prediction_on_xor(xor_task, xor_mode
     report = verify_report(xor_task, {"Delta": delta}, models=xor_models, representations=False)
     by_name = {n["name"]: n for n in report["networks"]}
     assert by_name["aligned"]["max_deviation"] <= RELU_TOLERANCE
+    # measured within validity, and the theory said so before training: its gates never move
+    assert report["predicted_validity"]["within_validity"] and report["predicted_validity"]["gates_move_at"] is None
     if delta in (0.5, 1.0, 3.0, 4.0):  # away from the crossover, one ReLN is followed
         assert by_name[report["follows"]]["max_deviation"] <= RELU_TOLERANCE
         assert report["follows"] == ("xor" if delta < 1.633 else "linear")

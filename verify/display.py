@@ -103,6 +103,8 @@ class RaceReport(Report):
         winner: the fastest network's name; ``None`` where the race cannot tell.
         crossovers: the derived crossovers of each pair: ``networks``, ``parameter``, ``expr``,
             ``value``, ``faster_below``, ``faster_above``.
+        predicted_validity: with ``predict_validity``, the theory's own verdict on where it holds
+            (``verify.rules.predicted_validity``), as in `VerifyReport`; else ``None``.
     """
 
     parameters: dict[str, float]
@@ -111,6 +113,7 @@ class RaceReport(Report):
     ranking: list[str]
     winner: str | None
     crossovers: list[dict[str, Any]]
+    predicted_validity: dict[str, Any] | None = optional()
 
     def _repr_markdown_(self) -> str:
         columns = [
@@ -131,6 +134,8 @@ class RaceReport(Report):
                 f"crossover {first} / {second}: {crossover['parameter']}* = {_cell(crossover['value'])}{exact} "
                 f"({crossover['faster_below']} faster below, {crossover['faster_above']} above)",
             ]
+        if self.predicted_validity is not None:
+            lines += ["", f"predicted validity: {predicted_validity_text(self.predicted_validity)}"]
         return "\n".join(lines)
 
 
@@ -155,6 +160,9 @@ class VerifyReport(Report):
             of the settled gates, ``aligned``), ``within_validity``.
         alignment: with alignment initial conditions, the alignment phase: ``time``, ``ended``,
             ``output_fraction``, ``patterns``, ``unmatched_units``; else ``None``.
+        predicted_validity: with alignment initial conditions, the theory's own verdict, made
+            before training (``verify.rules.predicted_validity``): ``gates_move_at``,
+            ``loss_then``, ``still_to_fall``, ``within_validity``; else ``None``.
         notes: where a prediction or the training diverged; else ``None``.
         census: on context tasks, the hidden units' gate census; else ``None``.
         mds: on context tasks, the followed candidate's representations against the ReLU
@@ -172,6 +180,7 @@ class VerifyReport(Report):
     within_validity: bool | None
     networks: list[dict[str, Any]]
     alignment: dict[str, Any] | None = optional()
+    predicted_validity: dict[str, Any] | None = optional()
     notes: list[str] | None = optional()
     census: dict[str, Any] | None = optional()
     mds: dict[str, Any] | None = optional()
@@ -187,6 +196,8 @@ class VerifyReport(Report):
         said = resolution_text(self.resolution)
         said = f"; {said}" if said else ""
         verdict = validity_text(self.follows, self.networks, self.validity)
+        if self.predicted_validity is not None:
+            verdict += f"\n\npredicted before training: {predicted_validity_text(self.predicted_validity)}"
         return f"**the ReLU network follows: {_cell(self.follows)}**{said}\n\n{verdict}\n\n" + markdown_table(
             self.networks, columns
         )
@@ -239,6 +250,19 @@ def validity_text(follows: str | None, networks: list[dict], validity: float) ->
             f"{network['name']} ({role}): max deviation {size}, {where} where the theory holds ({100 * validity:g}%)"
         )
     return "; ".join(said)
+
+
+def predicted_validity_text(predicted: Mapping[str, Any]) -> str:
+    """The theory's own verdict (``verify.rules.predicted_validity``) in words."""
+    where = "within" if predicted["within_validity"] else "outside"
+    if predicted["gates_move_at"] is None:
+        held = "the theory's frozen gates hold while it learns"
+    else:
+        held = (
+            f"the theory's frozen gates move at epoch {predicted['gates_move_at']}, with "
+            f"{100 * predicted['still_to_fall']:.3g}% of the initial loss still to fall"
+        )
+    return f"{held}: {where} where the theory holds ({100 * predicted['validity']:g}%)"
 
 
 def resolution_text(resolution: dict | None) -> str:

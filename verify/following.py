@@ -14,6 +14,7 @@ from gdln.derive.errors import SpecError
 from gdln.derive.spec import Network, Task
 from gdln.derive.words import plural
 from gdln.numeric.alignment import OUTPUT_FRACTION, Alignment, align, aligned_network
+from gdln.numeric.gate_hold import gate_hold
 from gdln.numeric.initial_conditions import ALIGNMENT, MODELS, WEIGHTS, unmatched_units
 from gdln.numeric.prediction import (
     GRADIENT_DESCENT,
@@ -30,7 +31,15 @@ from .display import VerifyReport
 from .entries import epoch_grid, parameter_vector, theory_stride
 from .progress import Stages
 from .representations import gate_census, hidden_layers, mds_comparison
-from .rules import VALIDITY, finite_crossing, follow_resolution, followed_candidate, within_validity
+from .rules import (
+    GATE_MOTION,
+    VALIDITY,
+    finite_crossing,
+    follow_resolution,
+    followed_candidate,
+    predicted_validity,
+    within_validity,
+)
 from .simulation import deviations, divergence_note, train_network, training_settings
 
 
@@ -47,6 +56,29 @@ def relu_alignment(models: TaskPredictions, initial_weights, values: Mapping, tr
     inputs, targets = models.dataset(parameter_vector(models.task, values))
     w1s, w2s = initial_weights
     return align(inputs, targets, w1s, w2s, training.learning_rate, horizon=training.epochs)
+
+
+def alignment_validity(models: TaskPredictions, alignment: Alignment, values: Mapping, training) -> dict:
+    """The theory's own verdict on where it holds, from the alignment phase of the ReLU runs and
+    no training (:func:`verify.rules.predicted_validity`): each seed's settled units continued
+    with their gates frozen until the gates move, the loss settles or the horizon comes."""
+    inputs, targets = models.dataset(parameter_vector(models.task, values))
+    seeds = len(alignment.epochs)
+    starts = np.asarray(alignment.epochs, dtype=np.int64)
+    initial = np.asarray(alignment.losses)[:, 0]
+    hold = gate_hold(
+        np.repeat(np.asarray(inputs)[None], seeds, axis=0),
+        np.repeat(np.asarray(targets)[None], seeds, axis=0),
+        alignment.w1,
+        alignment.w2,
+        alignment.gates,
+        np.full(seeds, training.learning_rate),
+        training.epochs - starts,
+        initial,
+        level=GATE_MOTION,
+        margin=VALIDITY,
+    )
+    return predicted_validity(hold, starts, initial)
 
 
 def aligned_candidate(models: TaskPredictions, alignment: Alignment) -> Network:
@@ -238,6 +270,7 @@ def verify_report(
         time_model=time_model,
         alignment=alignment,
     )
+    predicted = None if alignment is None else alignment_validity(models, alignment, values, training)
     step(f"training the ReLU network ({plural(training.seeds, 'seed')})")
     run, _, _ = train_network(task, "relu", overrides, seeds, epochs, models)
     relu = np.mean(np.asarray(run.losses), axis=0)[::stride]
@@ -279,6 +312,7 @@ def verify_report(
     }
     if alignment is not None:
         report["alignment"] = alignment_entry(alignment, [*task.networks, *extra])
+        report["predicted_validity"] = predicted
     if notes:
         report["notes"] = notes
     if task.contexts is not None:

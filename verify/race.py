@@ -18,10 +18,11 @@ from gdln.numeric.prediction import (
     TaskPredictions,
 )
 
-from .checks import check_values
+from .checks import check_training_size, check_values
 from .derivation_report import crossover_entries
 from .display import RaceReport
 from .entries import epoch_grid, finite_or_none, parameter_vector, theory_stride, value_entry
+from .following import alignment_validity, relu_alignment, relu_initial_weights
 from .progress import progress
 from .rules import race_order, race_winner
 
@@ -70,6 +71,8 @@ def race_report(
     overrides: Mapping[str, float] | None = None,
     models: TaskPredictions | None = None,
     staged: bool = False,
+    *,
+    predict_validity: bool = False,
 ) -> RaceReport:
     """Rank the candidate networks by their predicted time to learn, and find crossovers.
 
@@ -89,6 +92,9 @@ def race_report(
         models: the task's derivations and compiled predictions, to reuse across calls.
         staged: also give each network with interacting pathways its staged approximation
             (first pathway, then the rest on its residual) and that approximation's error.
+        predict_validity: also run the alignment phase of the spec's ReLU seeds (no training) and
+            give the theory's own verdict on where it holds (``predicted_validity``,
+            `verify.rules.predicted_validity`), as ``gdln verify`` does.
 
     Returns:
         The race (`RaceReport`; ``to_json()`` is ``gdln race --json``).
@@ -141,13 +147,16 @@ def race_report(
     winner, _ = race_winner(networks)
     pairs = combinations(derivations, 2)
     found = crossover_entries([c for a, b in pairs for c in models.crossovers(a, b, values)], values)
-    return RaceReport.from_json(
-        {
-            "parameters": {s.name: v for s, v in values.items()},
-            "horizon": horizon,
-            "networks": networks,
-            "ranking": ranking,
-            "winner": winner,
-            "crossovers": found,
-        }
-    )
+    report = {
+        "parameters": {s.name: v for s, v in values.items()},
+        "horizon": horizon,
+        "networks": networks,
+        "ranking": ranking,
+        "winner": winner,
+        "crossovers": found,
+    }
+    if predict_validity:
+        check_training_size(task, training, "relu")
+        alignment = relu_alignment(models, relu_initial_weights(task, training), values, training)
+        report["predicted_validity"] = alignment_validity(models, alignment, values, training)
+    return RaceReport.from_json(report)

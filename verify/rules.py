@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from gdln.numeric.gate_hold import MOVED, GateHold
 from gdln.numeric.race import first_crossings
 
 from .entries import finite_or_none
@@ -26,6 +27,39 @@ def within_validity(max_deviation: float | None) -> bool | None:
     if max_deviation is None or not math.isfinite(max_deviation):
         return None
     return bool(max_deviation <= VALIDITY)
+
+
+#: the theory's frozen gates count as moved once this share of its units' strength-weighted
+#: unit-datapoint pairs disagree with them (:mod:`numeric.gate_hold`): the validity threshold
+#: itself, a choice made once and not fitted to any trained loss
+GATE_MOTION = VALIDITY
+
+
+def predicted_validity(hold: GateHold, start_epochs, initial_losses) -> dict[str, Any]:
+    """The theory's own verdict on where it holds, from the frozen-gate continuation of each seed
+    (``hold``, :func:`numeric.gate_hold.gate_hold` at level :data:`GATE_MOTION` and margin
+    :data:`VALIDITY`; ``start_epochs``, where each seed's continuation began, the end of its
+    alignment phase; ``initial_losses``, each seed's loss at epoch 0). No network is trained.
+
+    Where a seed's gates move before its loss has come within :data:`VALIDITY` of the least loss
+    its gates allow, what is still to fall then (of the initial loss) is learned with moving gates,
+    beyond the frozen-gate theory; where they hold until then, or to the horizon, nothing is.
+    Predicted within validity where the seeds' mean of that share is at most :data:`VALIDITY`.
+    Returns ``gates_move_at`` (the first epoch at which a seed's gates moved, ``None`` where none
+    did), ``loss_then`` (the seeds' mean loss there, of the initial loss, ``None`` likewise),
+    ``still_to_fall``, ``within_validity`` and the threshold it is judged by (``validity``)."""
+    moved = np.asarray(hold.reasons) == MOVED
+    initial = np.asarray(initial_losses, dtype=float)
+    still = np.where(moved, (hold.losses - hold.floors) / initial, 0.0)
+    at = np.asarray(start_epochs) + np.asarray(hold.epochs)
+    mean_still = float(np.mean(np.maximum(still, 0.0)))
+    return {
+        "gates_move_at": int(at[moved].min()) if moved.any() else None,
+        "loss_then": float(np.mean((hold.losses / initial)[moved])) if moved.any() else None,
+        "still_to_fall": mean_still,
+        "within_validity": bool(mean_still <= VALIDITY),
+        "validity": VALIDITY,
+    }
 
 
 def race_order(entry: Mapping[str, Any]) -> tuple:

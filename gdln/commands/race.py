@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from gdln.verify.display import predicted_validity_text
+
 from .arguments import load, with_spec
 from .output import ALGEBRAIC_NOTE, emit, has_algebraic, number_text, parameters_line, percent, value_text
 
@@ -55,6 +57,8 @@ def _render_race(report):
         )
     if has_algebraic(report):
         print(ALGEBRAIC_NOTE)
+    if report.get("predicted_validity") is not None:
+        print(f"predicted validity (no training): {predicted_validity_text(report['predicted_validity'])}")
 
 
 def cmd_race(args):
@@ -67,7 +71,7 @@ def cmd_race(args):
         emit(shared_race_report(task), args.json, _render_shared_race, markdown=args.markdown, fixed=task.fixed)
         return
     emit(
-        race_report(task, staged=args.staged),
+        race_report(task, staged=args.staged, predict_validity=args.predicted_validity),
         args.json,
         _render_race,
         markdown=args.markdown,
@@ -92,6 +96,12 @@ def add_parser(sub) -> None:
         "--staged",
         action="store_true",
         help="also report the staged approximation (first pathway, then the rest on its residual) and its error",
+    )
+    p.add_argument(
+        "--predicted-validity",
+        action="store_true",
+        help="also say where the theory holds, from the alignment phase of the spec's ReLU seeds and its "
+        "frozen gates (no training; as gdln verify says it)",
     )
     p.add_argument(
         "--strict", action="store_true", help="treat warnings (e.g. a learning rate that diverges) as errors"

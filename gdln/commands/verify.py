@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gdln.derive.words import plural
-from gdln.verify.display import resolution_text, validity_text
+from gdln.verify.display import predicted_validity_text, resolution_text, validity_text
 
 from .arguments import add_training_arguments, load, with_spec
 from .output import emit, number_text, parameters_line
@@ -37,6 +37,8 @@ def _render_verify(report):
     verdict = validity_text(report["follows"], report["networks"], report["validity"])
     if verdict:
         print(f"  validity: {verdict}")
+    if report.get("predicted_validity") is not None:
+        print(f"  predicted before training: {predicted_validity_text(report['predicted_validity'])}")
     said = resolution_text(report.get("resolution"))
     if said:
         print(f"  {said}")

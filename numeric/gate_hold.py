@@ -1,0 +1,163 @@
+"""How long the theory's frozen gates hold, told by the theory alone (no network is trained).
+
+The frozen-gate theory continues the settled units of the alignment phase with their gates
+frozen: every unit ``i`` (input weights ``w_i``, output weights ``a_i``) keeps its settled pattern
+``g_i`` and moves by gradient descent on ``L = 1/2 mean ||y - sum_i a_i g_in w_i . x_n||^2``, the
+GDLN of the settled patterns at the resolution of its units. Its own pre-activations
+``w_i . x_n`` tell when that stops being self-consistent: where one changes sign, a ReLU unit's
+gate would move. The **share of moved gates** is the fraction of unit-datapoint pairs whose sign
+disagrees with the frozen gate, each unit weighted by its strength ``|w_i| |a_i|`` (a unit too
+small to matter counts for little).
+
+:func:`gate_hold` runs that continuation for many runs at once (leading axis: grid points times
+seeds) until the share reaches a level, the loss comes within a margin of the least loss the
+frozen gates allow (:func:`gated_floor`), or a run's epochs are spent, whichever comes first.
+The rule that turns this into a verdict is :func:`verify.rules.predicted_validity`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+#: epochs per compiled block of :func:`gate_hold`; every run stops at its own epoch inside a block
+BLOCK = 256
+
+#: why a run of :func:`gate_hold` stopped
+MOVED, SETTLED, HORIZON = 0, 1, 2
+
+
+@dataclass(frozen=True)
+class GateHold:
+    """Where each run of :func:`gate_hold` stopped.
+
+    Attributes:
+        epochs: ``(runs,)`` steps of the continuation taken before it stopped.
+        losses: ``(runs,)`` the frozen model's loss there.
+        floors: ``(runs,)`` the least loss the frozen gates allow (:func:`gated_floor`).
+        reasons: ``(runs,)`` why it stopped: :data:`MOVED` (the share of moved gates reached the
+            level), :data:`SETTLED` (the loss came within the margin of its floor first) or
+            :data:`HORIZON` (the run's epochs were spent first).
+    """
+
+    epochs: np.ndarray
+    losses: np.ndarray
+    floors: np.ndarray
+    reasons: np.ndarray
+
+
+def gated_floor(inputs: np.ndarray, targets: np.ndarray, gates: np.ndarray) -> float:
+    """The least loss ``1/2 mean ||y - yhat||^2`` of any gated linear model whose units are gated
+    as ``gates`` ``(N, units)``: the targets' least-squares residual on the features
+    ``1[n in S] x_n`` of each distinct pattern ``S`` (units sharing a pattern sum to one map)."""
+    patterns = np.unique(np.asarray(gates, dtype=bool).T, axis=0)  # (patterns, N)
+    patterns = patterns[patterns.any(axis=1)]
+    if len(patterns) == 0:
+        return float(0.5 * np.mean(np.sum(targets**2, axis=1)))
+    features = np.concatenate([inputs * p[:, None] for p in patterns], axis=1)
+    coefficients, *_ = np.linalg.lstsq(features, targets, rcond=None)
+    residual = targets - features @ coefficients
+    return float(0.5 * np.mean(np.sum(residual**2, axis=1)))
+
+
+@partial(jax.jit, static_argnames=("steps",))
+def _block(state, inputs, targets, gates, learning_rate, level, stop_loss, limit, steps: int):
+    """``steps`` epochs of every run (vmapped); a run stops moving at its first stop."""
+
+    def one_run(state, inputs, targets, gates, rate, level, stop_loss, limit):
+        count = inputs.shape[0]
+
+        def step(state, _):
+            w1, w2, epoch, loss_then, reason = state
+            pre = inputs @ w1.T
+            hidden = pre * gates
+            residual = targets - hidden @ w2.T
+            loss = 0.5 * jnp.mean(jnp.sum(residual**2, axis=1))
+            strength = jnp.linalg.norm(w1, axis=1) * jnp.linalg.norm(w2, axis=0)
+            moved = jnp.mean(jnp.abs((pre > 0).astype(inputs.dtype) - gates), axis=0)
+            share = jnp.sum(moved * strength) / jnp.maximum(jnp.sum(strength), jnp.finfo(inputs.dtype).tiny)
+            going = reason < 0
+            stops = jnp.where(
+                share >= level, MOVED, jnp.where(loss <= stop_loss, SETTLED, jnp.where(epoch >= limit, HORIZON, -1))
+            )
+            now = going & (stops >= 0)
+            reason = jnp.where(now, stops, reason)
+            loss_then = jnp.where(now, loss, loss_then)
+            keep = (reason >= 0).astype(inputs.dtype)
+            new_w1 = w1 + rate * (((residual @ w2) * gates).T @ inputs) / count
+            new_w2 = w2 + rate * residual.T @ hidden / count
+            w1 = keep * w1 + (1 - keep) * new_w1
+            w2 = keep * w2 + (1 - keep) * new_w2
+            return (w1, w2, epoch + (reason < 0), loss_then, reason), None
+
+        return jax.lax.scan(step, state, None, length=steps)[0]
+
+    return jax.vmap(one_run)(state, inputs, targets, gates, learning_rate, level, stop_loss, limit)
+
+
+def gate_hold(
+    inputs,
+    targets,
+    w1,
+    w2,
+    gates,
+    learning_rate,
+    epochs,
+    initial_losses,
+    *,
+    level: float,
+    margin: float,
+) -> GateHold:
+    """The frozen-gate continuation of every run until its gates move, its loss settles or its
+    epochs are spent.
+
+    Args:
+        inputs: ``(runs, N, inputs)`` each run's data.
+        targets: ``(runs, N, outputs)``.
+        w1: ``(runs, units, inputs)`` input weights where the continuation starts (the end of the
+            alignment phase).
+        w2: ``(runs, outputs, units)`` output weights there.
+        gates: ``(runs, N, units)`` the frozen gates (the settled patterns, ``w1 . x > 0`` there).
+        learning_rate: ``(runs,)`` the step of gradient descent.
+        epochs: ``(runs,)`` steps each run may take (the horizon less the phase).
+        initial_losses: ``(runs,)`` each run's loss at epoch 0, the unit of ``margin``.
+        level: the share of moved gates at which a run stops (:data:`MOVED`).
+        margin: a run also stops once its loss is within ``margin`` times its initial loss of its
+            floor (:data:`SETTLED`).
+
+    Returns:
+        Where each run stopped (`GateHold`).
+    """
+    inputs, targets, w1, w2 = (np.asarray(a, dtype=np.float64) for a in (inputs, targets, w1, w2))
+    gates = np.asarray(gates, dtype=np.float64)
+    runs = len(w1)
+    floors = np.array([gated_floor(inputs[r], targets[r], gates[r]) for r in range(runs)])
+    stop_loss = floors + margin * np.asarray(initial_losses, dtype=np.float64)
+    limit = np.asarray(epochs, dtype=np.int64)
+    state = (
+        jnp.asarray(w1),
+        jnp.asarray(w2),
+        jnp.zeros(runs, jnp.int64),
+        jnp.full(runs, jnp.nan),
+        jnp.full(runs, -1, jnp.int64),
+    )
+    operands = (
+        jnp.asarray(inputs),
+        jnp.asarray(targets),
+        jnp.asarray(gates),
+        jnp.asarray(learning_rate, jnp.float64) * jnp.ones(runs),
+        jnp.full(runs, level),
+        jnp.asarray(stop_loss),
+        jnp.asarray(limit),
+    )
+    # a run stops by its last epoch at the latest: one block more than the longest run
+    for _ in range(int(limit.max(initial=0)) // BLOCK + 1):
+        state = _block(state, *operands, steps=BLOCK)
+        if bool(jnp.all(state[4] >= 0)):
+            break
+    _, _, taken, losses, reasons = (np.asarray(s) for s in state)
+    return GateHold(epochs=taken, losses=losses, floors=floors, reasons=reasons)

@@ -11,6 +11,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from gdln.verify.files import save_figure
+from gdln.verify.sweep import ALIGNED_RACE_NOT_RUN
 
 #: one colour per candidate, in the spec's order
 #: the derived crossover is drawn above the race boundaries, which it may coincide with
@@ -65,23 +66,46 @@ def sweep_figure(report: dict) -> Figure:
         _line(ax, report, names, colours, handles)
     ax.set_xlabel(_label(axes[0]["name"]))
     _scale(ax, "x", axes[0])
-    agreement = report["agreement"]
-    checked = agreement["checked"]
-    title = "Which network learns first, predicted without training"
-    if checked:
-        title += (
-            f"\n{checked} trained points follow the alignment-seeded winner at {agreement['aligned_agree']},"
-            f" the width-seeded at {agreement['agree']}"
-        )
-        within = agreement.get("within_assumptions")
-        if within and within["checked"] < checked:
-            title += (
-                f";\nthe {within['checked']} where the theory's assumptions hold, at"
-                f" {within['aligned_agree']} and {within['agree']}"
-            )
-    ax.set_title(title, fontsize=10)
+    ax.set_title(_title(report), fontsize=10)
     fig.legend(handles=handles, loc="outside lower center", ncols=2, fontsize=8, frameon=False)
     return fig
+
+
+#: how a training setting is written in a title, by its name in the report's ``training``
+SETTING_TEXT = {
+    "learning_rate": lambda v: f"learning rate {v:g}",
+    "init_scale": lambda v: f"init {v:g}",
+    "hidden_units": lambda v: f"{v} hidden units",
+    "epochs": lambda v: f"{v} epochs",
+    "seeds": lambda v: f"{v} seeds",
+}
+
+
+def _title(report: dict) -> str:
+    """What the figure shows, the training settings held fixed, and how the trained points
+    followed each race that ran (a race that did not run is named with the reason)."""
+    swept = {a["name"] for a in report["axes"]}
+    fixed = ", ".join(text(report["training"][k]) for k, text in SETTING_TEXT.items() if k not in swept)
+    title = f"Which network learns first, predicted without training\n{fixed}"
+    aligned_ran = report["seeds"]["aligned"] is not None
+    agreement = report["agreement"]
+    checked = agreement["checked"]
+    if checked:
+        if aligned_ran:
+            title += (
+                f"\n{checked} trained points follow the alignment-seeded winner at {agreement['aligned_agree']},"
+                f" the width-seeded at {agreement['agree']}"
+            )
+        else:
+            title += f"\n{checked} trained points follow the width-seeded winner at {agreement['agree']}"
+        within = agreement.get("within_assumptions")
+        if within and within["checked"] < checked:
+            title += f";\nthe {within['checked']} where the theory's assumptions hold, at " + (
+                f"{within['aligned_agree']} and {within['agree']}" if aligned_ran else f"{within['agree']}"
+            )
+    if not aligned_ran:
+        title += f"\nalignment-seeded race {ALIGNED_RACE_NOT_RUN}"
+    return title
 
 
 def _crossover_key(crossover: dict) -> Line2D:
@@ -312,30 +336,77 @@ def _checked(ax, report, names, colours, handles, position, plane=None) -> None:
         )
 
 
+#: a candidate that never falls to half its initial loss within the epochs: drawn at the top edge
+NEVER_HALF: dict[str, Any] = {"marker": "^", "ls": "", "markersize": 6, "clip_on": False, "zorder": 4}
+
+
 def _line(ax, report, names, colours, handles) -> None:
+    """One axis: each candidate's predicted ``t_half`` from both races (one quantity on the
+    epochs axis), the checked points at their measured ``t_half``, and a strip along the bottom
+    coloured by the map's winner (as the plane's shading: the alignment-seeded race where it ran)."""
     axis = report["axes"][0]
-    x = np.asarray(axis["values"])
+    x = np.asarray(axis["values"], dtype=float)
+    horizon = report["training"]["epochs"]
+    points = report["points"]
+    never = False
     for k, name in enumerate(names):
-        t_90 = [p["networks"][k]["t_90"] for p in report["points"]]
-        aligned = [p["networks"][k]["aligned_t_half"] for p in report["points"]]
-        ax.plot(x, [np.nan if t is None else t for t in t_90], color=colours[name], lw=1.8)
-        handles.append(Line2D([], [], color=colours[name], lw=1.8, label=f"{name}: t_90, width-seeded"))
-        if any(a is not None for a in aligned):
-            ax.plot(x, [np.nan if t is None else t for t in aligned], color=colours[name], lw=1.4, ls="--")
-            handles.append(
-                Line2D([], [], color=colours[name], lw=1.4, ls="--", label=f"{name}: t_half, alignment-seeded")
-            )
+        for key, style, race in (("t_half", "-", "width-seeded"), ("aligned_t_half", "--", "alignment-seeded")):
+            if key == "aligned_t_half" and report["seeds"]["aligned"] is None:
+                continue
+            found = [p["networks"][k][key] for p in points]
+            ax.plot(x, [np.nan if t is None else t for t in found], color=colours[name], lw=1.6, ls=style)
+            handles.append(Line2D([], [], color=colours[name], lw=1.6, ls=style, label=f"{name}: {race} race"))
+            # a finite prediction that does not reach half its initial loss within the epochs
+            short = [
+                x[i] for i, p in enumerate(points) if found[i] is None and p["networks"][k]["final_loss"] is not None
+            ]
+            if short:
+                never = True
+                ax.plot(short, [horizon] * len(short), **NEVER_HALF, color=colours[name], markeredgecolor="black")
+    if never:
+        handles.append(
+            Line2D([], [], **{**NEVER_HALF, "color": "#777777"}, label=f"never falls to half within {horizon} epochs")
+        )
     for crossover in report["crossovers"]:
         if crossover.get("value") is not None:
             ax.axvline(crossover["value"], **CROSSOVER)
             handles.append(_crossover_key(crossover))
-    _checked(ax, report, names, colours, handles, lambda p: (p["values"][axis["name"]], _checked_height(ax)))
-    ax.set_ylabel("epochs")
-
-
-def _checked_height(ax) -> float:
+    _winner_strip(ax, report, names, colours, x)
+    _checked(ax, report, names, colours, handles, lambda p: (p["values"][axis["name"]], _measured_half(p, horizon)))
+    ax.set_ylabel("t_half: epochs until the loss falls to half its initial value")
     low, high = ax.get_ylim()
-    return low + 0.04 * (high - low)
+    ax.set_ylim(low, max(high, horizon * 1.04) if never else high)
+
+
+def _measured_half(point: dict, horizon: int) -> float:
+    """Where a checked point is drawn: at its trained networks' ``t_half``, at the top edge where
+    they do not fall to half within the epochs."""
+    found = point["checked"].get("t_half")
+    return horizon if found is None else found
+
+
+#: the strip along the bottom of a one-axis figure that shows the map's winner (axes fraction)
+STRIP = 0.035
+
+
+def _winner_strip(ax, report, names, colours, x) -> None:
+    """The winner at each point as a coloured strip along the bottom edge: the alignment-seeded
+    race's where it ran, else the width-seeded race's (by ``t_90``, ``verify.rules.race_order``)."""
+    from matplotlib.transforms import blended_transform_factory
+
+    key = "aligned_winner" if report["seeds"]["aligned"] is not None else "winner"
+    winners = _indices(report, key, names)
+    edges = np.concatenate(
+        [[x[0]], (x[1:] + x[:-1]) / 2 if not report["axes"][0]["log"] else np.sqrt(x[1:] * x[:-1]), [x[-1]]]
+    )
+    where = blended_transform_factory(ax.transData, ax.transAxes)
+    for i, winner in enumerate(winners):
+        if not np.isnan(winner):
+            ax.fill_between(
+                [edges[i], edges[i + 1]], 0, STRIP, transform=where, color=colours[names[int(winner)]], alpha=0.6, lw=0
+            )
+    race = "alignment-seeded" if key == "aligned_winner" else "width-seeded (first to 10%)"
+    ax.text(0.005, STRIP + 0.005, f"winner, {race} race", transform=ax.transAxes, fontsize=7, va="bottom")
 
 
 def write_sweep_figure(report: dict, path, key: str = "--plot") -> None:

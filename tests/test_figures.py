@@ -5,6 +5,7 @@ theory, and a mark where a prediction never gets there."""
 
 import matplotlib
 import numpy as np
+import pytest
 
 from gdln.figures.figure2 import draw_figure2
 from gdln.figures.figure6 import draw_figure6
@@ -146,6 +147,8 @@ def _phase_report(fails_above: float | None) -> dict:
         "points": points,
         "crossovers": [],
         "validity": 0.05,
+        "seeds": {"width": "from the widths", "aligned": "from the alignment phase"},
+        "training": {"learning_rate": 0.01, "init_scale": 1e-4, "hidden_units": 128, "epochs": 12000, "seeds": 3},
         "assumptions": {"output_fraction": 0.01},
         "agreement": {
             "checked": 0,
@@ -211,6 +214,75 @@ def test_the_phase_diagram_marks_a_check_whose_training_diverged():
     colour = matplotlib.colors.to_rgb(DIVERGED["color"])
     marked = [c for c in ax.collections if any(np.allclose(f[:3], colour) for f in c.get_facecolor())]
     assert [len(c.get_offsets()) for c in marked] == [1]
+
+
+def _line_report(aligned: bool) -> dict:
+    """A made-up one-axis sweep over Delta: linear never halves at the first point, two checked
+    points at measured half-times 900 and 1500, one of which never halves (drawn at the top)."""
+    deltas = [0.5, 1.0, 2.0, 3.0]
+    points = []
+    for k, delta in enumerate(deltas):
+        winner = "xor" if delta < 1.6 else "linear"
+        points.append(
+            {
+                "values": {"Delta": delta},
+                "winner": winner,
+                "aligned_winner": winner if aligned else None,
+                "networks": [
+                    {
+                        "name": "linear",
+                        "t_half": None if k == 0 else 3000.0 / delta,
+                        "t_90": None,
+                        "final_loss": 0.6,
+                        "aligned_t_half": (2500.0 / delta if k else None) if aligned else None,
+                    },
+                    {
+                        "name": "xor",
+                        "t_half": 1000.0 + 100 * k,
+                        "t_90": None,
+                        "final_loss": 0.0,
+                        "aligned_t_half": (900.0 + 100 * k) if aligned else None,
+                    },
+                ],
+                "assumptions": None,
+                "checked": None,
+            }
+        )
+    points[1]["checked"] = {"follows": "xor", "max_deviation": 0.01, "decided": True, "reason": None, "t_half": 900.0}
+    points[3]["checked"] = {"follows": "linear", "max_deviation": 0.02, "decided": True, "reason": None, "t_half": None}
+    report = _phase_report(fails_above=None)
+    report["axes"] = [{"name": "Delta", "values": deltas, "log": False}]
+    report["points"] = points
+    report["seeds"]["aligned"] = report["seeds"]["aligned"] if aligned else None
+    report["agreement"] = {**report["agreement"], "checked": 2, "agree": 2, "aligned_agree": 2 if aligned else 0}
+    return report
+
+
+@pytest.mark.parametrize("aligned", [True, False])
+def test_a_one_axis_sweep_draws_half_times_and_checked_points_where_they_were_measured(aligned):
+    """Issue 39, point 6: one quantity (t_half) on the epochs axis, the checked points at their
+    measured t_half (at the top edge where they never halve), a candidate that never halves
+    marked at the top, the fixed settings in the title, and a race that did not run named with
+    its reason instead of a count of agreements."""
+    from gdln.figures.sweep_figure import sweep_figure
+
+    report = _line_report(aligned)
+    fig = sweep_figure(report)
+    (ax,) = fig.axes
+    assert "t_half" in ax.get_ylabel() and "t_90" not in ax.get_ylabel()
+    checked = {tuple(o) for c in ax.collections for o in c.get_offsets()}
+    assert (1.0, 900.0) in checked and (3.0, 12000.0) in checked
+    top = [line for line in ax.get_lines() if line.get_marker() == "^"]
+    assert [(list(line.get_xdata()), list(line.get_ydata())) for line in top] == [([0.5], [12000])] * (1 + aligned)
+    assert ax.get_ylim()[1] >= 12000
+    title = ax.get_title()
+    assert "learning rate 0.01" in title and "128 hidden units" in title and "Delta" not in title
+    assert ("alignment-seeded winner at 2" in title) == aligned
+    assert ("alignment-seeded race not computed" in title) == (not aligned)
+    (legend,) = fig.legends
+    texts = [text.get_text() for text in legend.get_texts()]
+    assert "never falls to half within 12000 epochs" in texts
+    assert any("alignment-seeded race" in t for t in texts) == aligned
 
 
 def test_the_phase_diagram_counts_hidden_units_in_integers():

@@ -409,7 +409,16 @@ def test_sweep_cli_json_and_plot(tmp_path, capsys):
     plot = tmp_path / "phase.png"
     argv = ["sweep", str(XOR_SPEC), "--grid", "Delta=0.5:3:5", "--grid", "init_scale=1e-4:1e-2:3:log"]
     assert main([*argv, "--plot", str(plot), "--json"]) == 0
-    report = json.loads(capsys.readouterr().out)
+    printed = capsys.readouterr()
+    report = json.loads(printed.out)  # the JSON alone on stdout; the file written said on stderr
+    assert f"wrote {plot}" in printed.err.splitlines()
+    assert report["training"] == {
+        "learning_rate": 0.01,
+        "init_scale": 1e-4,
+        "hidden_units": 128,
+        "epochs": 12000,
+        "seeds": 3,
+    }
     assert [a["name"] for a in report["axes"]] == ["Delta", "init_scale"]
     assert report["axes"][1]["log"] is True
     assert {p["winner"] for p in report["points"]} == {"xor", "linear"}

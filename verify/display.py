@@ -353,6 +353,8 @@ class SweepReport(Report):
         axes: ``name``, ``values`` and ``log`` of each axis, the last varying fastest.
         seeds: how each race seeds its pathways: ``width`` and ``aligned`` (``None`` where the
             alignment-seeded race does not apply), in words.
+        training: the spec's training settings (``learning_rate``, ``init_scale``,
+            ``hidden_units``, ``epochs``, ``seeds``); an axis of the same name replaces its value.
         validity: the largest deviation of the initial loss at which a prediction holds.
         assumptions: the theory's assumptions checked at each point, in words, and ``output_fraction``.
         points: one per grid point: ``values``, ``winner``, ``margin``, ``aligned_winner``,
@@ -366,6 +368,7 @@ class SweepReport(Report):
     spec: str
     axes: list[dict[str, Any]]
     seeds: dict[str, Any]
+    training: dict[str, Any]
     validity: float
     assumptions: dict[str, Any]
     points: list[dict[str, Any]]

@@ -90,6 +90,10 @@ class Axis:
     log: bool
 
 
+#: why a sweep has no alignment-seeded race (``seeds.aligned`` is null), said by its text and figure
+ALIGNED_RACE_NOT_RUN = "not computed: a candidate is not a set of balanced depth-2 modes"
+
+
 def parse_axis(text: str, task: Task) -> Axis:
     """An axis of a sweep, read from ``NAME=START:STOP:NUM[:log]``.
 
@@ -528,6 +532,13 @@ def sweep_report(
                 if aligned_available
                 else None,
             },
+            "training": {
+                "learning_rate": task.training.learning_rate,
+                "init_scale": task.training.init_scale,
+                "hidden_units": task.training.hidden_units,
+                "epochs": task.training.epochs,
+                "seeds": task.training.seeds,
+            },
             "validity": VALIDITY,
             "assumptions": {
                 "small_init": "the alignment phase runs at every seed: the initial output is below"
@@ -689,6 +700,7 @@ def _check(groups, task: Task, grid: SweepGrid, chosen: np.ndarray, points: list
             "seeds": task.training.seeds,
             **follow_resolution(networks, follows, point.losses),
             "reason": None if point.diverged_at is None else f"diverged at epoch {point.diverged_at}",
+            "t_half": rules.finite_crossing(point.ts, relu, 0.5),
         }
     runs = len(trained) * task.training.seeds
     return seconds, (seconds / runs if runs else None)

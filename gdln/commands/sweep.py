@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 from gdln.derive.errors import SpecError
 from gdln.verify.files import PLOT_SUFFIXES
 
@@ -22,12 +24,14 @@ def cmd_sweep(args):
         from gdln.figures.sweep_figure import write_sweep_figure
 
         write_sweep_figure(report, args.plot, "--plot")
+        print(f"wrote {args.plot}", file=sys.stderr)
     emit(report, args.json, _render_sweep, markdown=args.markdown, fixed=task.fixed)
 
 
 def _render_sweep(report):
     from gdln.derive.words import plural
     from gdln.verify.rules import DECIDED_STANDARD_ERRORS
+    from gdln.verify.sweep import ALIGNED_RACE_NOT_RUN
 
     axes = " x ".join(f"{a['name']} ({len(a['values'])}{' log' if a['log'] else ''})" for a in report["axes"])
     points = report["points"]
@@ -36,7 +40,7 @@ def _render_sweep(report):
     for key, what in (("winner", "width-seeded race"), ("aligned_winner", "alignment-seeded race")):
         counts = {name: sum(p[key] == name for p in points) for name in names}
         if key == "aligned_winner" and report["seeds"]["aligned"] is None:
-            print(f"  {what}: not computed (a candidate is not a set of balanced depth-2 modes)")
+            print(f"  {what}: {ALIGNED_RACE_NOT_RUN}")
             continue
         shares = ", ".join(f"{name} at {count} point{'s' if count != 1 else ''}" for name, count in counts.items())
         print(f"  {what}: {shares}")

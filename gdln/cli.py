@@ -98,12 +98,19 @@ def _run(argv) -> int:
     from gdln.verify.progress import shown_progress
 
     use_x64()  # gdln computes in 64-bit; importing its packages does not switch it on
+    first_process = True
     if args.command not in WITHOUT_JAX:
         try:
+            join = getattr(args, "join_processes", None)
+            if join is not None:  # a run of several processes starts its runtime before the backend
+                join(args)
             start_backend()
         except GdlnError as error:
             print(f"gdln: error: {printable(_one_line(error))}", file=sys.stderr)
             return 2
+        from gdln.numeric.processes import is_first_process
+
+        first_process = is_first_process()  # of several, process 0 alone shows progress and warnings
     source = getattr(args, "spec", None) or "gdln"
     # warnings are printed after the output, one line each, and only when the command succeeds
     # (an error is always exactly one line); --strict makes gdln's own warnings errors, never a
@@ -122,7 +129,7 @@ def _run(argv) -> int:
         if getattr(args, "strict", False):
             warnings.simplefilter("error", GdlnWarning)
         try:
-            with shown_progress():  # the library is silent unless asked; the command shows its stages
+            with shown_progress(first_process):  # the library is silent unless asked; the command shows its stages
                 args.run(args)
             cache.flush()
         except (GdlnError, GdlnWarning) as error:
@@ -147,7 +154,7 @@ def _run(argv) -> int:
         except BrokenPipeError:  # output piped into a reader that stopped early
             return 0
     shown = set()
-    for warning in caught:
+    for warning in caught if first_process else ():
         text = _one_line(warning.message)
         if issubclass(warning.category, (GdlnWarning, cache.CacheWarning)) and text not in shown:
             shown.add(text)

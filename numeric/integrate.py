@@ -71,7 +71,7 @@ def _digest(name: str, configuration: tuple, inputs: tuple) -> str:
     """What a compiled solve depends on: the vector field's name, the solver's settings, the
     argument shapes, gdln's code, JAX and the device."""
     shapes = jax.tree_util.tree_map(lambda a: (np.shape(a), str(jnp.result_type(a))), inputs)  # no device copy
-    device = jax.devices()[0]
+    device = jax.local_devices()[0]
     key = (
         cache.code_version(),
         jax.__version__,

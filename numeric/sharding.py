@@ -8,8 +8,9 @@ products it would compute unsharded, so results are the same seed for seed, bit 
 the device count (``tests/test_training_speed.py`` checks with four CPU devices:
 ``XLA_FLAGS=--xla_force_host_platform_device_count=4``).
 
-On several hosts, call ``jax.distributed.initialize()`` in every process before gdln's entry
-point; ``jax.devices()`` then lists every host's devices and the same mesh spans them.
+Only this process's own devices are used (``jax.local_devices()``): in a run of several
+processes (:mod:`numeric.processes`), each shards its own share of the work over its devices,
+and the processes exchange results, not arrays.
 """
 
 from __future__ import annotations
@@ -59,8 +60,8 @@ def on_cores(
 
 
 def device_count(devices: int | None = None) -> int:
-    """How many devices a sweep uses: ``devices``, else every JAX device."""
-    available = jax.device_count()
+    """How many devices a sweep uses: ``devices``, else every device of this process."""
+    available = jax.local_device_count()
     if devices is None:
         return available
     if not 1 <= devices <= available:
@@ -91,7 +92,7 @@ def shard_seeds(tree, devices: int | None = None):
     if used == 1:
         return tree, count
     tree = pad_seeds(tree, used)
-    mesh = Mesh(np.array(jax.devices()[:used]), ("seeds",))
+    mesh = Mesh(np.array(jax.local_devices()[:used]), ("seeds",))
     return jax.device_put(tree, NamedSharding(mesh, PartitionSpec("seeds"))), count
 
 
@@ -100,5 +101,5 @@ def shard_runs(tree, devices: int):
     count divides evenly); the groups follow one another on every device. One device: as they are."""
     if devices == 1:
         return jax.tree_util.tree_map(jnp.asarray, tree)
-    mesh = Mesh(np.array(jax.devices()[:devices]), ("runs",))
+    mesh = Mesh(np.array(jax.local_devices()[:devices]), ("runs",))
     return jax.device_put(tree, NamedSharding(mesh, PartitionSpec(None, "runs")))

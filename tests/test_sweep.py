@@ -492,9 +492,9 @@ def test_grid_values_obey_the_spec_s_limits_before_any_work(grid, message, capsy
             "--seeds: seeds x grid points: 1000 x 16384 = 16384000 runs of the alignment phase is above the limit"
             " of 49152",
         ),
-        (
-            ["--grid", "Delta=0.5:1:4", "--seeds", "1000", "--check", "1000000"],
-            "--check: checked points x seeds: 4 x 1000 = 4000 training runs is above the limit of 1000",
+        (  # checked points are grid points: the alignment phase's limit comes first
+            ["--grid", "Delta=0.5:1:64", "--seeds", "1000", "--check", "1000000"],
+            "--seeds: seeds x grid points: 1000 x 64 = 64000 runs of the alignment phase is above the limit of 49152",
         ),
     ],
 )
@@ -531,6 +531,30 @@ def test_a_diverged_check_says_so(capsys):
     assert code == 0
     assert f"training diverged at 1 checked point (a loss not finite): learning_rate = 100: {checked['reason']}" in out
     assert "alignment-seeded race: linear at 0 points, xor at 0 points" in out
+
+
+@pytest.mark.slow
+def test_checked_points_stream_in_chunks_with_the_same_answers(xor, monkeypatch):
+    """A checked sweep holds one chunk of training arrays at a time (CHECK_CHUNK_BYTES, issue 39):
+    one point per program gives every checked entry exactly as all points in one program do (a
+    run's losses do not depend on the runs beside it), and the chunk size keeps within the bound."""
+    import gdln.verify.sweep as sweep
+
+    small = xor.with_training(epochs=3000, hidden_units=32)
+    axes = [parse_axis("Delta=0.5:2:3", small)]
+    together = sweep_report(small, axes, check=2)
+    monkeypatch.setattr(sweep, "CHECK_CHUNK_BYTES", 1)
+    assert sweep.points_per_chunk(small, 32) == 1
+    alone = sweep_report(small, axes, check=2)
+    checked = [p["checked"] for p in together["points"]]
+    assert sum(c is not None for c in checked) == 2
+    assert [p["checked"] for p in alone["points"]] == checked
+    monkeypatch.undo()
+    # XoR's 12000 epochs of 128 units: about 100 kB a run, so 223 points of 3 seeds fill 64 MiB
+    per_point = 8 * (12001 + 128 * 4 + 4 * 4) * 3
+    assert sweep.points_per_chunk(xor, 128) == sweep.CHECK_CHUNK_BYTES // per_point == 223
+    huge = xor.with_training(epochs=10**7, seeds=10)
+    assert sweep.points_per_chunk(huge, 128) == 1  # a point alone above the bound is one program
 
 
 # --- generated grids (issue 29): valid ones end in finite JSON, broken ones in one line --------

@@ -362,7 +362,8 @@ class SweepReport(Report):
         invalid_points: the indices of points whose data are not finite.
         crossovers: the derived crossovers along the grid.
         agreement: how often the trained networks followed each race's winner.
-        timing: seconds spent: ``theory_s``, ``aligned_s``, ``training_s``, ``training_run_s``.
+        timing: seconds spent: ``theory_s``, ``aligned_s``, ``training_s``, ``training_run_s``; and
+            ``processes``, how many processes shared the training.
     """
 
     spec: str

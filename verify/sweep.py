@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -44,6 +44,7 @@ from gdln.derive.spec import (
 from gdln.derive.words import plural
 from gdln.numeric.alignment import OUTPUT_FRACTION
 from gdln.numeric.prediction import TaskPredictions
+from gdln.numeric.processes import gather_json, process_share
 from gdln.numeric.sweep import (
     SWEEP_RTOL,
     BatchedRace,
@@ -511,14 +512,14 @@ def sweep_report(
             }
         )
 
-    training_seconds, per_run = 0.0, None
+    training_seconds, per_run, processes = 0.0, None, 1
     aligned_labels = _winner_labels(points, names, "aligned_winner")
     if check:
         labels = aligned_labels if aligned_available else _winner_labels(points, names, "winner")
         hold = np.array([bool(p["assumptions"] and p["assumptions"]["hold"]) for p in points])
         chosen = check_points(labels, grid.shape, check, ok, claimed=hold)
         step(f"training at {plural(len(chosen), 'checked point')}")
-        training_seconds, per_run = _check(groups, task, grid, chosen, points, inputs, targets)
+        training_seconds, per_run, processes = _check(groups, task, grid, chosen, points, inputs, targets)
 
     step.close()
     near_boundary = set(boundary_points(aligned_labels, grid.shape).tolist())
@@ -555,6 +556,7 @@ def sweep_report(
                 "aligned_s": aligned_seconds,
                 "training_s": training_seconds,
                 "training_run_s": per_run,
+                "processes": processes,
             },
         }
     )
@@ -609,98 +611,154 @@ def trained_points(
     if not ok.all():
         raise SpecError(task.source, axes[0].name, "the data are not finite at some grid points")
     widths = {int(w): _models_at_width(task, models, int(w)) for w in np.unique(grid.hidden_units)}
-    found, _ = _train_points(widths, task, grid, np.arange(grid.size), inputs, targets)
-    return found
+    return [
+        point
+        for found, _ in _train_points(widths, task, grid, np.arange(grid.size), inputs, targets)
+        for point in found
+    ]
 
 
-def _train_points(groups, task: Task, grid: SweepGrid, chosen: np.ndarray, inputs, targets):
-    """The ``chosen`` points trained with the spec's seeds (one program over all points and seeds
-    of a width) and predicted as verify predicts them; and the seconds the training took."""
+#: bytes of training arrays one program of checked training holds (float64: each run's loss at
+#: every epoch, its initial weights and its data): the points of a width are trained this many
+#: bytes' worth at a time, so a checked sweep's memory does not grow with ``--check``. A point's
+#: seeds are never split: a point larger than this alone is one program (its size is bounded
+#: by :func:`verify.checks.check_training_size`)
+CHECK_CHUNK_BYTES = 64 * 2**20
+
+
+def points_per_chunk(task: Task, hidden_units: int) -> int:
+    """How many checked points of ``hidden_units`` units one program trains: as many as keep its
+    arrays within :data:`CHECK_CHUNK_BYTES`, at least one."""
+    training = task.training
+    features = task.num_inputs + task.num_outputs
+    per_run = 8 * (training.epochs + 1 + hidden_units * features + task.num_datapoints * features)
+    return max(1, CHECK_CHUNK_BYTES // (per_run * training.seeds))
+
+
+def _train_points(
+    groups, task: Task, grid: SweepGrid, chosen: np.ndarray, inputs, targets
+) -> Iterator[tuple[list[TrainedPoint], float]]:
+    """The ``chosen`` points trained with the spec's seeds and predicted as verify predicts them,
+    chunk by chunk (:func:`points_per_chunk` points of a width in one program): yields each
+    chunk's points and the seconds its training took. Every run's losses are the same whatever
+    the chunks (`numeric.training.train_relu_points`)."""
     training = task.training
     check_training_size(task, training, "relu")
-    seeds = training.seeds
-    stride = theory_stride(training.epochs)
-    ts = np.arange(training.epochs // stride + 1) * stride
-    seconds, found = 0.0, []
     for width, models in groups.items():
         rows = np.array([i for i in chosen if grid.hidden_units[i] == width], dtype=int)
         if not len(rows):
             continue
-        w1, w2 = (
-            np.asarray(w) for w in initial_relu_weights(width, task.num_inputs, task.num_outputs, 1.0, range(seeds))
-        )
-        scale = grid.init_scale[rows][:, None, None, None]
-        started = time.perf_counter()
-        losses = train_relu_points(
-            np.repeat(inputs[rows], seeds, axis=0),
-            np.repeat(targets[rows], seeds, axis=0),
-            (scale * w1[None]).reshape(-1, *w1.shape[1:]),
-            (scale * w2[None]).reshape(-1, *w2.shape[1:]),
-            np.repeat(grid.learning_rate[rows], seeds),
-            training.epochs,
-        )
-        seconds += time.perf_counter() - started
-        per_point = losses.reshape(len(rows), seeds, -1)
-        sampled = per_point[:, :, ::stride]
-        # every epoch's loss, not only the samples: a run may overflow between two of them
-        diverged = ~np.all(np.isfinite(per_point), axis=1)
         predictors = candidate_predictions(models)
-        for k, row in enumerate(rows):
-            point_training = replace(
-                models.task.training,
-                learning_rate=float(grid.learning_rate[row]),
-                init_scale=float(grid.init_scale[row]),
-                epochs=training.epochs,
-                hidden_units=int(width),
-                seeds=seeds,
+        size = points_per_chunk(task, int(width))
+        for start in range(0, len(rows), size):
+            yield _train_chunk(models, predictors, task, grid, rows[start : start + size], inputs, targets)
+
+
+def _train_chunk(models, predictors, task: Task, grid: SweepGrid, rows: np.ndarray, inputs, targets):
+    """The points ``rows`` (one width) trained in one program, each with its predictions; and
+    the seconds the training took."""
+    training = task.training
+    seeds, width = training.seeds, int(grid.hidden_units[rows[0]])
+    stride = theory_stride(training.epochs)
+    ts = np.arange(training.epochs // stride + 1) * stride
+    w1, w2 = (np.asarray(w) for w in initial_relu_weights(width, task.num_inputs, task.num_outputs, 1.0, range(seeds)))
+    scale = grid.init_scale[rows][:, None, None, None]
+    started = time.perf_counter()
+    losses = train_relu_points(
+        np.repeat(inputs[rows], seeds, axis=0),
+        np.repeat(targets[rows], seeds, axis=0),
+        (scale * w1[None]).reshape(-1, *w1.shape[1:]),
+        (scale * w2[None]).reshape(-1, *w2.shape[1:]),
+        np.repeat(grid.learning_rate[rows], seeds),
+        training.epochs,
+    )
+    seconds = time.perf_counter() - started
+    per_point = losses.reshape(len(rows), seeds, -1)
+    sampled = per_point[:, :, ::stride]
+    # every epoch's loss, not only the samples: a run may overflow between two of them
+    diverged = ~np.all(np.isfinite(per_point), axis=1)
+    found = []
+    for k, row in enumerate(rows):
+        point_training = replace(
+            models.task.training,
+            learning_rate=float(grid.learning_rate[row]),
+            init_scale=float(grid.init_scale[row]),
+            epochs=training.epochs,
+            hidden_units=width,
+            seeds=seeds,
+        )
+        values = dict(zip(models.task.parameters, (float(v) for v in grid.values[row])))
+        initial = initial_relu_weights(
+            width, task.num_inputs, task.num_outputs, point_training.init_scale, range(seeds)
+        )
+        alignment = relu_alignment(models, initial, values, point_training)
+        curves = predicted_relu_curves(
+            models, predictors, initial, values, point_training, jnp.asarray(ts, jnp.float64), alignment=alignment
+        )
+        found.append(
+            TrainedPoint(
+                int(row),
+                values,
+                point_training,
+                initial,
+                ts,
+                np.array(sampled[k]),
+                {name: np.asarray(curve) for name, curve in curves.items()},
+                int(np.argmax(diverged[k])) if diverged[k].any() else None,
             )
-            values = dict(zip(models.task.parameters, (float(v) for v in grid.values[row])))
-            initial = initial_relu_weights(
-                width, task.num_inputs, task.num_outputs, point_training.init_scale, range(seeds)
-            )
-            alignment = relu_alignment(models, initial, values, point_training)
-            curves = predicted_relu_curves(
-                models, predictors, initial, values, point_training, jnp.asarray(ts, jnp.float64), alignment=alignment
-            )
-            found.append(
-                TrainedPoint(
-                    int(row),
-                    values,
-                    point_training,
-                    initial,
-                    ts,
-                    np.asarray(sampled[k]),
-                    {name: np.asarray(curve) for name, curve in curves.items()},
-                    int(np.argmax(diverged[k])) if diverged[k].any() else None,
-                )
-            )
+        )
     return found, seconds
+
+
+def _checked_entry(point: TrainedPoint) -> dict[str, Any]:
+    """A trained point's ``checked`` entry: the candidate its mean loss follows by verify's rule,
+    the deviations, whether the seeds decide it, why training failed where it did, and the epoch
+    at which its mean loss falls to half."""
+    relu = point.losses.mean(axis=0)
+    networks = [
+        {
+            "name": name,
+            **deviations(curve, relu),
+            "from_alignment": False,
+        }
+        for name, curve in point.predictions.items()
+    ]
+    follows, _ = followed_candidate(networks)
+    deviation = next((n["max_deviation"] for n in networks if n["name"] == follows), None)
+    return {
+        "follows": follows,
+        "max_deviation": deviation,
+        "deviations": {n["name"]: n["max_deviation"] for n in networks},
+        "seeds": point.training.seeds,
+        **follow_resolution(networks, follows, point.losses),
+        "reason": None if point.diverged_at is None else f"diverged at epoch {point.diverged_at}",
+        "t_half": rules.finite_crossing(point.ts, relu, 0.5),
+    }
 
 
 def _check(groups, task: Task, grid: SweepGrid, chosen: np.ndarray, points: list[dict], inputs, targets):
     """Train ReLU networks at the ``chosen`` points with the spec's seeds, and say which
-    candidate each follows by verify's rule; returns the training's seconds in all and per run."""
-    trained, seconds = _train_points(groups, task, grid, chosen, inputs, targets)
-    for point in trained:
-        relu = point.losses.mean(axis=0)
-        networks = [
-            {
-                "name": name,
-                **deviations(curve, relu),
-                "from_alignment": False,
-            }
-            for name, curve in point.predictions.items()
-        ]
-        follows, _ = followed_candidate(networks)
-        deviation = next((n["max_deviation"] for n in networks if n["name"] == follows), None)
-        points[point.index]["checked"] = {
-            "follows": follows,
-            "max_deviation": deviation,
-            "deviations": {n["name"]: n["max_deviation"] for n in networks},
-            "seeds": task.training.seeds,
-            **follow_resolution(networks, follows, point.losses),
-            "reason": None if point.diverged_at is None else f"diverged at epoch {point.diverged_at}",
-            "t_half": rules.finite_crossing(point.ts, relu, 0.5),
-        }
-    runs = len(trained) * task.training.seeds
-    return seconds, (seconds / runs if runs else None)
+    candidate each follows by verify's rule (``points[i]["checked"]``).
+
+    In a run of several processes (:mod:`numeric.processes`) each trains its share of process
+    0's chosen points; the entries of all are gathered, so every process ends with all of them,
+    the same whatever the number of processes. A process holds one chunk's training arrays at a
+    time (:data:`CHECK_CHUNK_BYTES`) and a small entry per point it trained.
+
+    Returns:
+        ``(seconds, per_run, processes)``: the longest any process spent training, the seconds
+        per run (point and seed) summed over the processes, and how many processes there are."""
+    chosen = np.asarray(gather_json([int(i) for i in chosen])[0], dtype=int)  # process 0's choice, for all
+    mine = chosen[process_share(len(chosen))]
+    entries: list[list] = []
+    seconds = 0.0
+    for trained, spent in _train_points(groups, task, grid, mine, inputs, targets):
+        seconds += spent
+        entries.extend([point.index, _checked_entry(point)] for point in trained)
+    shares = gather_json({"entries": entries, "seconds": seconds})
+    for share in shares:
+        for index, entry in share["entries"]:
+            points[index]["checked"] = entry
+    runs = len(chosen) * task.training.seeds
+    total = sum(share["seconds"] for share in shares)
+    return max(share["seconds"] for share in shares), (total / runs if runs else None), len(shares)

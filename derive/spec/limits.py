@@ -51,6 +51,7 @@ MAX_ACTIVATIONS = 10**8  # seeds x datapoints x hidden units
 # seeds x grid points: the runs of the alignment phase and of the descents that follow it (the
 # largest grid, 16384 points, at the spec's default of 3 seeds)
 MAX_SWEEP_RUNS = 49_152
-# checked points x seeds: the checks' training runs, all in one program, as many as one training
-# at the seeds limit
-MAX_SWEEP_TRAINING_RUNS = MAX_SEEDS
+# checked points x seeds: the checks' training runs, as many as the alignment phase's. They are
+# trained a chunk at a time (verify.sweep.CHECK_CHUNK_BYTES), so memory does not grow with them,
+# and shared over processes where there are several (gdln sweep --processes)
+MAX_SWEEP_TRAINING_RUNS = MAX_SWEEP_RUNS

@@ -1,5 +1,6 @@
 """The ``gdln`` commands, one module each: its parser, its runner and its renderer together. The
-modules that are no command hold what several share: ``arguments``, ``output`` and ``patterns``.
+modules that are no command hold what several share: ``arguments``, ``output``, ``patterns`` and
+``processes`` (the options of a run shared over processes).
 
 :data:`COMMANDS` lists them in the order ``gdln --help`` shows them."""
 

@@ -9,9 +9,11 @@ from gdln.verify.files import PLOT_SUFFIXES
 
 from .arguments import load, with_spec
 from .output import check_output, emit, value_text
+from .processes import add_process_arguments
 
 
 def cmd_sweep(args):
+    from gdln.numeric.processes import is_first_process
     from gdln.verify.sweep import parse_axis, sweep_report
 
     check_output(args.plot, "--plot", PLOT_SUFFIXES)  # before any work
@@ -20,6 +22,8 @@ def cmd_sweep(args):
     if args.check < 0:
         raise SpecError("--check", str(args.check), "must be 0 or a positive number of points")
     report = sweep_report(task, axes, check=args.check)
+    if not is_first_process():  # of several processes, process 0 alone writes the figure and the report
+        return
     if args.plot is not None:
         from gdln.figures.sweep_figure import write_sweep_figure
 
@@ -127,4 +131,5 @@ def add_parser(sub) -> None:
         " decide which candidate is followed closer to the boundary",
     )
     p.add_argument("--plot", metavar="FILE.png", help="write the phase diagram (.png, .pdf or .svg)")
+    add_process_arguments(p)
     p.set_defaults(run=cmd_sweep)

@@ -59,9 +59,7 @@ def _wait_for_coordinator(address: str, timeout: float) -> None:
                 return
         except OSError as error:
             if time.monotonic() >= deadline:
-                raise GdlnError(
-                    f"coordinator {address}: no answer within {timeout:g} s ({error}); process 0 starts it"
-                ) from None
+                raise GdlnError(f"no coordinator answers within {timeout:g} s ({error}); process 0 starts it") from None
             time.sleep(JOIN_RETRY_S)
 
 
@@ -94,9 +92,8 @@ def join_processes(
     try:
         jax.distributed.initialize(coordinator, count, process_id, initialization_timeout=int(timeout))
     except (RuntimeError, ValueError) as error:
-        where = f"coordinator {coordinator}" if coordinator else "the cluster environment"
         reason = " ".join(str(error).split()) or type(error).__name__
-        raise GdlnError(f"{where}: cannot join the processes of the run ({reason})") from None
+        raise GdlnError(f"cannot join the processes of the run ({reason})") from None
 
 
 def process_share(count: int) -> np.ndarray:

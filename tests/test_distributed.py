@@ -16,7 +16,7 @@ import pytest
 from gdln.commands.processes import COORDINATOR_ENV, PROCESS_ID_ENV, PROCESSES_ENV, ProcessSettings, process_settings
 from gdln.derive.errors import GdlnError
 
-from .helpers import XOR_SPEC
+from .helpers import XOR_SPEC, run_cli
 
 #: seconds after which the processes of a run count as hung (each takes a few seconds of CPU)
 HANG_SECONDS = 300
@@ -135,3 +135,22 @@ def test_bad_process_settings_name_the_option(no_process_environment, flags, env
     message = str(error.value)
     assert "\n" not in message
     assert message.startswith(named if " " in named else f"{named}: ")
+
+
+def test_a_process_without_its_coordinator_stops_in_one_line():
+    """A process other than 0 looks for the coordinator before JAX's client registers with it
+    (which, finding none, aborts the whole process without an exception)."""
+    from gdln.numeric.processes import join_processes
+
+    with pytest.raises(GdlnError, match=r"^no coordinator answers within 0.2 s \(.*\); process 0 starts it$"):
+        join_processes(f"localhost:{_free_port()}", 2, 1, timeout=0.2)
+
+
+def test_bad_process_options_end_the_command_in_one_line(capsys, no_process_environment):
+    argv = ["sweep", str(XOR_SPEC), "--grid", "Delta=1:2:2", "--check", "1", "--processes", "2"]
+    code, out, err = run_cli(capsys, [*argv, "--process-id", "0"])
+    assert (code, out, err.strip()) == (
+        2,
+        "",
+        "gdln: error: --processes: 2 processes need --coordinator (or $GDLN_COORDINATOR) too",
+    )

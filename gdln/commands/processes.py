@@ -22,18 +22,23 @@ def add_process_arguments(p) -> None:
     group = p.add_argument_group(
         "several processes",
         "share the checked points over processes on JAX's multi-controller runtime, one command"
-        f" per process; process 0 alone prints and writes. Each flag defaults to ${PROCESSES_ENV},"
-        f" ${PROCESS_ID_ENV}, ${COORDINATOR_ENV}",
+        " per process; process 0 alone prints and writes",
     )
     group.add_argument(
         "--processes",
         metavar="N|auto",
-        help="the number of processes (default 1), or 'auto': the number, this process's id and the"
-        " coordinator from the cluster environment JAX detects (SLURM, Open MPI)",
+        help="share the checked points over N processes, or 'auto': the number, this process's id and the"
+        f" coordinator from the cluster environment JAX detects (SLURM, Open MPI); default ${PROCESSES_ENV}, else 1",
     )
-    group.add_argument("--process-id", metavar="I", help="this process's number, 0 to N-1 (with --processes N)")
     group.add_argument(
-        "--coordinator", metavar="HOST:PORT", help="where process 0 serves the coordinator (with --processes N)"
+        "--process-id",
+        metavar="I",
+        help=f"this process's number, 0 to N-1, with --processes N (default ${PROCESS_ID_ENV})",
+    )
+    group.add_argument(
+        "--coordinator",
+        metavar="HOST:PORT",
+        help=f"where process 0 serves the coordinator, with --processes N (default ${COORDINATOR_ENV})",
     )
     p.set_defaults(join_processes=join_from_arguments)
 
@@ -107,5 +112,13 @@ def join_from_arguments(args) -> None:
     from gdln.numeric.processes import join_processes
 
     settings = process_settings(args)
-    if settings is not None:
+    if settings is None:
+        return
+    try:
         join_processes(settings.coordinator, settings.count, settings.process_id)
+    except GdlnError as error:
+        if settings.coordinator is None:
+            raise GdlnError(
+                f"--processes {AUTO}: {error}; JAX reads the run from a SLURM, Open MPI, Kubernetes or Cloud TPU job"
+            ) from None
+        raise GdlnError(f"--coordinator {settings.coordinator}: {error}") from None

@@ -16,6 +16,8 @@ compares like with like:
   (empty cache) and warm (target: under 5 s warm);
 - phase diagrams: ``gdln sweep``'s theory over a grid against training
   (:mod:`bench.bench_sweep`);
+- checked training on Section 4 in one process and shared over two (``gdln sweep --processes``,
+  :mod:`bench.bench_distributed`);
 - figures: ``gdln figures --quick`` end to end.
 
 Speed targets live here, not in the tests.
@@ -36,7 +38,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bench.bench_race import matmul_peak, timed, training_seconds  # best of a few runs, blocked until ready
+from bench.bench_distributed import POINTS, distributed_benchmarks
+from bench.bench_race import matmul_peak, step_flops, timed, training_seconds  # best of a few runs, blocked until ready
 from bench.bench_sweep import sweep_benchmarks
 from bench.tables import as_markdown, as_text, report_tables
 from gdln.derive.cache import CACHE_ENV
@@ -44,12 +47,6 @@ from gdln.numeric.precision import use_x64
 
 ROOT = Path(__file__).resolve().parent.parent
 SECTION4 = ROOT / "examples" / "section4_context.toml"
-
-
-def step_flops(count: int, inputs: int, hidden: int, outputs: int) -> int:
-    """Matrix-product flops of one step: forward ``X W1^T``, ``H W2^T``; backward ``R^T H``,
-    ``R W2``, ``(dH * gate)^T X``."""
-    return 2 * count * hidden * (2 * inputs + 3 * outputs)
 
 
 def simulation(epochs: int, seed_counts: tuple[int, ...]) -> dict:
@@ -228,6 +225,7 @@ def main(argv=None) -> int:
         "derivation_scaling": derivation_scaling(args.quick),
         "derive_cache": derive_process_times(),
         "sweep": sweep_benchmarks(args.quick),
+        "processes": distributed_benchmarks(2 if args.quick else POINTS),
     }
     if not args.quick:
         report["figures"] = figures()

@@ -45,6 +45,12 @@ def training_seconds(run) -> float:
     return timed(run, repeat=3)
 
 
+def step_flops(count: int, inputs: int, hidden: int, outputs: int) -> int:
+    """Matrix-product flops of one step of a ReLU network's training: forward ``X W1^T``,
+    ``H W2^T``; backward ``R^T H``, ``R W2``, ``(dH * gate)^T X``."""
+    return 2 * count * hidden * (2 * inputs + 3 * outputs)
+
+
 def matmul_peak(dtype, size: int = 1024) -> float:
     """GFLOP/s of one large square matrix product in ``dtype`` on this machine, now."""
     a = jax.random.normal(jax.random.PRNGKey(0), (size, size), dtype=dtype)

@@ -48,7 +48,7 @@ def sweep_benchmarks(quick: bool = False) -> dict:
     import jax.numpy as jnp
     import numpy as np
 
-    from bench.bench_race import matmul_peak, timed, training_seconds
+    from bench.bench_race import matmul_peak, step_flops, timed, training_seconds
     from gdln.derive.spec import load_spec
     from gdln.numeric.prediction import TaskPredictions
     from gdln.numeric.training import initial_relu_weights, train_relu_points
@@ -85,10 +85,9 @@ def sweep_benchmarks(quick: bool = False) -> dict:
     )
     train_relu_points(*batch, xor.training.epochs)
     checked = timed(lambda: train_relu_points(*batch, xor.training.epochs), repeat=1)
-    count, hidden = xor.num_datapoints, xor.training.hidden_units
-    step_flops = 2 * count * hidden * (2 * xor.num_inputs + 3 * xor.num_outputs)
+    flops = step_flops(xor.num_datapoints, xor.num_inputs, xor.training.hidden_units, xor.num_outputs)
     runs = len(chosen) * seeds
-    checked_gflops = runs * xor.training.epochs * step_flops / checked / 1e9
+    checked_gflops = runs * xor.training.epochs * flops / checked / 1e9
 
     with tempfile.TemporaryDirectory() as folder:
         grid_flags = ["--grid", f"Delta=0.25:4:{side}", "--grid", f"init_scale=1e-6:1e-1:{side}:log"]

@@ -133,6 +133,24 @@ def sweep_tables(r: dict) -> list[Table]:
     ]
 
 
+def distributed_tables(r: dict) -> list[Table]:
+    rows = [("float64 matrix-multiply peak, this run", f"{r['peak_gflops']:.1f} GFLOP/s")]
+    for run in r["runs"]:
+        rows.append(
+            (
+                f"{run['processes']} process{'es' if run['processes'] != 1 else ''}",
+                f"{run['training_runs']} runs in {run['training_seconds']:.1f} s ({run['runs_per_second']:.2f} runs/s,"
+                f" {run['gflops']:.2f} GFLOP/s, {run['share_of_peak']:.1%} of peak); the command {run['command_seconds']:.0f} s",
+            )
+        )
+    rows.append(("two processes against one, runs per second", f"{r['two_over_one']:.2f}x"))
+    title = (
+        f"Checked training over processes: Section 4, {r['points']} checked points x {r['seeds']} seeds"
+        " (`gdln sweep --check`, `--processes 2` on this machine)"
+    )
+    return [Table(title, rows)]
+
+
 def report_tables(report: dict) -> list[Table]:
     """Every table of ``python -m bench``'s report, in its order; a part that did not run has none."""
     tables: list[Table] = []
@@ -144,6 +162,8 @@ def report_tables(report: dict) -> list[Table]:
         tables += derivation_tables(report["derivation_scaling"], report["derive_cache"])
     if "sweep" in report:
         tables += sweep_tables(report["sweep"])
+    if "processes" in report:
+        tables += distributed_tables(report["processes"])
     if "figures" in report:
         seconds = report["figures"]["figures_quick_seconds"]
         tables.append(Table("Figures", [("`gdln figures --quick` end to end", f"{seconds:.0f} s")]))

@@ -19,6 +19,7 @@ are in :mod:`verify.sweep_checks`).
 
 from __future__ import annotations
 
+import hashlib
 import math
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -30,7 +31,7 @@ import numpy as np
 import sympy
 
 from gdln.derive.algebraic import as_text
-from gdln.derive.errors import SpecError
+from gdln.derive.errors import GdlnError, SpecError
 from gdln.derive.spec import (
     DATA_MAGNITUDE,
     MAX_SWEEP_RUNS,
@@ -736,6 +737,15 @@ def _checked_entry(point: TrainedPoint) -> dict[str, Any]:
     }
 
 
+def _sweep_digest(task: Task, grid: SweepGrid, inputs, targets) -> str:
+    """What the processes of a run must agree on, in a few characters: the grid, its data, the
+    training settings and the candidates."""
+    digest = hashlib.sha256(repr((task.training, [n.name for n in task.networks])).encode())
+    for array in (grid.values, grid.init_scale, grid.learning_rate, grid.hidden_units, inputs, targets):
+        digest.update(np.ascontiguousarray(array).tobytes())
+    return digest.hexdigest()
+
+
 def _check(groups, task: Task, grid: SweepGrid, chosen: np.ndarray, points: list[dict], inputs, targets):
     """Train ReLU networks at the ``chosen`` points with the spec's seeds, and say which
     candidate each follows by verify's rule (``points[i]["checked"]``).
@@ -748,7 +758,14 @@ def _check(groups, task: Task, grid: SweepGrid, chosen: np.ndarray, points: list
     Returns:
         ``(seconds, per_run, processes)``: the longest any process spent training, the seconds
         per run (point and seed) summed over the processes, and how many processes there are."""
-    chosen = np.asarray(gather_json([int(i) for i in chosen])[0], dtype=int)  # process 0's choice, for all
+    plans = gather_json({"chosen": [int(i) for i in chosen], "sweep": _sweep_digest(task, grid, inputs, targets)})
+    other = next((k for k, plan in enumerate(plans) if plan["sweep"] != plans[0]["sweep"]), None)
+    if other is not None:  # its shares would be other points than process 0 thinks
+        raise GdlnError(
+            f"process {other} was given another sweep than process 0 (its spec, grid, seeds or epochs differ):"
+            " every process runs the same command"
+        )
+    chosen = np.asarray(plans[0]["chosen"], dtype=int)  # process 0's choice, for all
     mine = chosen[process_share(len(chosen))]
     entries: list[list] = []
     seconds = 0.0

@@ -154,3 +154,23 @@ def test_bad_process_options_end_the_command_in_one_line(capsys, no_process_envi
         "",
         "gdln: error: --processes: 2 processes need --coordinator (or $GDLN_COORDINATOR) too",
     )
+
+
+@pytest.mark.slow
+def test_processes_given_different_sweeps_stop_before_training(monkeypatch, xor_task, xor_models):
+    """Process 0 chooses the checked points for all; a process whose sweep differs (here, as if
+    process 1 had other seeds) would train other points than process 0 thinks, so every process
+    stops in one line before training."""
+    import gdln.verify.sweep as sweep
+
+    def as_if_two_processes(value):
+        other = {**value, "sweep": value["sweep"][::-1]}
+        return [value, other]
+
+    def no_training(*args, **kwargs):
+        raise AssertionError("training started")
+
+    monkeypatch.setattr(sweep, "gather_json", as_if_two_processes)
+    monkeypatch.setattr(sweep, "train_relu_points", no_training)
+    with pytest.raises(GdlnError, match="^process 1 was given another sweep than process 0"):
+        sweep.sweep_report(xor_task, [sweep.parse_axis("Delta=1:1:1", xor_task)], check=1, models=xor_models)

@@ -388,10 +388,12 @@ def test_garbled_or_foreign_derivation_entries_are_rebuilt(disk_cache):
 
 
 def test_derive_summary_is_read_back_and_a_stale_or_garbled_one_recomputed(capsys, tmp_path, monkeypatch):
-    """``gdln derive``'s summary is kept beside the derivation: a warm run prints it without
-    deriving or printing anything again. A summary file cut short, changed after it was written
-    (still valid JSON), or written for other parameter values is computed again and rewritten:
-    the output stays the cold run's."""
+    """``gdln derive``'s summary and the text of its equations are kept beside the derivation: a
+    warm run prints them without deriving or printing anything again. A summary file cut short,
+    changed after it was written (still valid JSON), or written for other parameter values is
+    computed again and rewritten, and so is an equations file cut short: the output stays the
+    cold run's."""
+    from gdln.commands import equations
     from gdln.verify import derivation_report as reports
 
     monkeypatch.setenv(cache.CACHE_ENV, str(tmp_path))
@@ -405,19 +407,25 @@ def test_derive_summary_is_read_back_and_a_stale_or_garbled_one_recomputed(capsy
         assert main(["derive", str(XOR_SPEC), "--network", "xor", *extra]) == 0
         return capsys.readouterr().out
 
+    def counted(module, name):
+        """Calls of ``module.name`` from now on, one entry each."""
+        calls, original = [], getattr(module, name)
+
+        def counting(*args, **kwargs):
+            calls.append(1)
+            return original(*args, **kwargs)
+
+        monkeypatch.setattr(module, name, counting)
+        return calls
+
     try:
         cold = derive()
         (summary,) = (tmp_path / "derivations").glob("*/summary-*.json")
-        written = summary.read_text()
-        recomputed = []
-        original = reports.derive_report
-
-        def counting(*args, **kwargs):
-            recomputed.append(1)
-            return original(*args, **kwargs)
-
-        monkeypatch.setattr(reports, "derive_report", counting)
-        assert derive() == cold and recomputed == []  # read back: nothing derived or printed again
+        (printed,) = (tmp_path / "derivations").glob("*/equations-*.json")
+        written, printed_text = summary.read_text(), printed.read_text()
+        recomputed = counted(reports, "derive_report")
+        rewritten = counted(equations, "system_equations")
+        assert derive() == cold and recomputed == [] and rewritten == []  # read back: nothing derived or printed
         summary.write_text(written[: len(written) // 2])
         assert derive() == cold and len(recomputed) == 1
         assert summary.read_text() == written  # rewritten whole
@@ -430,6 +438,10 @@ def test_derive_summary_is_read_back_and_a_stale_or_garbled_one_recomputed(capsy
         (stale,) = set((tmp_path / "derivations").glob("*/summary-*.json")) - {summary}
         summary.write_text(stale.read_text())  # a summary for Delta = 2 under Delta = 1's name
         assert derive() == cold and len(recomputed) == 4
+        rewritten.clear()
+        printed.write_text(printed_text[: len(printed_text) // 2])
+        assert derive() == cold and len(rewritten) == 1 and len(recomputed) == 4
+        assert printed.read_text() == printed_text
     finally:
         cache.clear(tmp_path)
         if previous is None:

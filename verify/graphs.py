@@ -26,6 +26,7 @@ from gdln.numeric.graph_network import graph_forward, graph_layout, train_graph
 from gdln.numeric.shared_flow import SharedFlow
 
 from .checks import check_training_size
+from .display import RaceReport, SharedDeriveReport
 from .progress import progress
 
 #: a crossing of 10% / 50% of the initial loss, read off per-epoch curves
@@ -47,8 +48,10 @@ def _flows(task: Task, values: Mapping) -> dict[str, SharedFlow]:
     return {n.name: SharedFlow(shared_reduction(task, n.name), values) for n in task.networks}
 
 
-def shared_race_report(task: Task, overrides: Mapping[str, float] | None = None) -> dict:
-    """Rank every candidate by the Eq. 6 race in discrete time (one gradient step per epoch)."""
+def shared_race_report(task: Task, overrides: Mapping[str, float] | None = None) -> RaceReport:
+    """Rank every candidate by the Eq. 6 race in discrete time (one gradient step per epoch): a
+    `RaceReport` whose networks give ``paths`` and ``modes`` instead of ``speed``, ``pathways``
+    and ``closed_form``, and no crossovers (a graph whose paths share edges has none)."""
     if not task.networks:
         raise SpecError(task.source, "network", "the race needs at least one [[network]]")
     values = task.values(overrides)
@@ -63,14 +66,16 @@ def shared_race_report(task: Task, overrides: Mapping[str, float] | None = None)
         entry["dynamics"] = "shared-edge reduction (Eq. 6), gradient descent"
         entries.append(entry)
     ranked = sorted(entries, key=lambda e: (e["t_90"] is None, e["t_90"] or 0, e["final_loss"]))
-    return {
-        "parameters": {s.name: v for s, v in values.items()},
-        "horizon": training.epochs,
-        "networks": entries,
-        "ranking": [e["name"] for e in ranked],
-        "winner": ranked[0]["name"],
-        "crossovers": [],
-    }
+    return RaceReport.from_json(
+        {
+            "parameters": {s.name: v for s, v in values.items()},
+            "horizon": training.epochs,
+            "networks": entries,
+            "ranking": [e["name"] for e in ranked],
+            "winner": ranked[0]["name"],
+            "crossovers": [],
+        }
+    )
 
 
 def _top_singular_values(matrix: np.ndarray, count: int) -> np.ndarray:
@@ -197,9 +202,10 @@ def _value(expr, values: Mapping) -> float:
 
 def shared_derive_report(
     task: Task, network: str, overrides: Mapping[str, float] | None = None
-) -> tuple[dict, SharedReduction]:
-    """The shared-edge reduction of one network as JSON-ready text: assumptions, each path's
-    mode strengths (exact, and their values at the parameter values in use), and the Eq. 6 ODEs."""
+) -> tuple[SharedDeriveReport, SharedReduction]:
+    """The shared-edge reduction of one network as JSON-ready text (assumptions, each path's
+    mode strengths, exact and at the parameter values in use, and the Eq. 6 ODEs), and the
+    reduction itself (its LaTeX)."""
     values = task.values(overrides)
     reduction = shared_reduction(task, network)
     assumptions = reduction.assumptions
@@ -226,7 +232,7 @@ def shared_derive_report(
             for k in range(reduction.num_modes)
         ]
         report["loss"] = str(reduction.loss)
-    return report, reduction
+    return SharedDeriveReport.from_json(report), reduction
 
 
 ROUTE_LABELS = ("input_domain", "output_domain", "item")

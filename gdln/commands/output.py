@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from gdln.derive.errors import SpecError
-from gdln.verify.display import Report
+from gdln.verify.display import Report, is_number
 from gdln.verify.files import SPEC_SUFFIXES, check_writable, finite_json, write_atomic
 
 
@@ -48,14 +48,6 @@ def emit(report: Report | dict, as_json: bool, render, *, markdown: bool = False
 
 def number_text(value) -> str:
     return "never" if value is None else f"{value:.6g}"
-
-
-def is_number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
 
 
 def yes_no(flag) -> str:

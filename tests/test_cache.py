@@ -16,7 +16,7 @@ from gdln.numeric.compile import compile_expressions, exact_constants
 from gdln.numeric.precision import use_compilation_cache
 from gdln.numeric.prediction import TaskPredictions
 
-from .helpers import XOR_SPEC
+from .helpers import XOR_SPEC, StoredSolve
 
 
 def test_exact_constants_survive_cancellation():
@@ -158,16 +158,7 @@ def test_reduced_flow_solves_are_read_from_disk_compiled(disk_cache, monkeypatch
     forgotten it reads it back instead of tracing diffrax again, and gets the same race bit for bit."""
     from gdln.numeric import integrate
 
-    task = load_spec(XOR_SPEC)
-    task = task.with_training(epochs=3000)
-    prediction = TaskPredictions(task).prediction("linear")
-    flow = prediction.flow
-    training, vector = task.training, list(task.parameters.values())
-    log_a0 = prediction.log_initial_strengths(training.init_scale)
-    first = flow.race(log_a0, training.tau, vector, training.epochs)
-    stored = list((disk_cache / "jax" / "executables").glob("*.pickle"))
-    assert stored
-    integrate._EXECUTABLES.clear()
+    solve = StoredSolve(disk_cache)
     integrate._SOLVERS.clear()
 
     def no_tracing(*args, **kwargs):
@@ -176,29 +167,18 @@ def test_reduced_flow_solves_are_read_from_disk_compiled(disk_cache, monkeypatch
     import diffrax
 
     monkeypatch.setattr(diffrax, "diffeqsolve", no_tracing)
-    again = flow.race(log_a0, training.tau, vector, training.epochs)
-    assert again.crossings == first.crossings and again.final_loss == first.final_loss
-    assert cache.usage(disk_cache)["jax"]["files"] >= len(stored)  # `gdln cache` counts and clears them
+    assert solve.same_race(solve.race_again())
+    assert cache.usage(disk_cache)["jax"]["files"] >= len(solve.files)  # `gdln cache` counts and clears them
 
 
 def test_a_garbled_compiled_solve_is_compiled_again(disk_cache):
     """An executable under ``jax/executables`` that cannot be read is compiled again and written
     over, with the same race."""
-    from gdln.numeric import integrate
-
-    task = load_spec(XOR_SPEC).with_training(epochs=3000)
-    prediction = TaskPredictions(task).prediction("linear")
-    training, vector = task.training, list(task.parameters.values())
-    log_a0 = prediction.log_initial_strengths(training.init_scale)
-    first = prediction.flow.race(log_a0, training.tau, vector, training.epochs)
-    stored = sorted((disk_cache / "jax" / "executables").glob("*.pickle"))
-    assert stored
-    for path in stored:
+    solve = StoredSolve(disk_cache)
+    for path in solve.files:
         path.write_bytes(b"not a pickle")
-    integrate._EXECUTABLES.clear()
-    again = prediction.flow.race(log_a0, training.tau, vector, training.epochs)
-    assert again.crossings == first.crossings and again.final_loss == first.final_loss
-    assert all(path.read_bytes() != b"not a pickle" for path in stored)
+    assert solve.same_race(solve.race_again())
+    assert all(path.read_bytes() != b"not a pickle" for path in solve.files)
 
 
 def test_networks_sharing_a_pathway_read_its_modes_once(disk_cache, monkeypatch):

@@ -12,14 +12,21 @@ import pytest
 from gdln.cli import main
 from gdln.derive.spec import load_spec
 from gdln.verify.display import (
+    AlignReport,
+    DepthReport,
     DeriveReport,
+    FindGatesReport,
+    GraphVerifyReport,
+    LemmaReport,
     RaceReport,
     Report,
     SharedDeriveReport,
     SimulateReport,
     SweepReport,
+    UnionReport,
     UniqueReport,
     VerifyReport,
+    ZeroShotReport,
 )
 from gdln.verify.files import finite_json
 from gdln.verify.race import race_report
@@ -35,6 +42,13 @@ CONTRACTS = {
     SweepReport: ("phase_diagrams.md", "## JSON\n\n```text\n"),
     DeriveReport: ("json.md", "`derive` JSON: `"),
     SharedDeriveReport: ("json.md", "`derive` JSON of a network whose paths share edges ([Routing](routing.md)): `"),
+    GraphVerifyReport: ("json.md", "`verify` JSON of a task whose networks share edges ([Routing](routing.md)): `"),
+    UnionReport: ("json.md", "`union` JSON: `"),
+    AlignReport: ("json.md", "`align` JSON: `"),
+    FindGatesReport: ("json.md", "`find-gates` JSON: `"),
+    LemmaReport: ("json.md", "`lemma` JSON: `"),
+    ZeroShotReport: ("json.md", "`zero-shot` JSON: `"),
+    DepthReport: ("json.md", "Section 6 (`verify.graphs.depth_report`, Python only; [Routing](routing.md)): `"),
 }
 
 
@@ -190,3 +204,38 @@ def test_shared_derive_report_is_its_builders_dictionary(built, capsys, tmp_path
     assert isinstance(race, RaceReport)
     same_as_built(race, built[-1])
     assert race.winner == race.ranking[0]
+
+
+def test_every_report_type_has_a_contract():
+    """Each report type of ``verify.display`` is listed above, so its fields are checked against
+    the documentation."""
+    import inspect
+
+    from gdln.verify import display
+
+    defined = {
+        value
+        for value in vars(display).values()
+        if inspect.isclass(value) and issubclass(value, Report) and value is not Report
+    }
+    assert defined == set(CONTRACTS)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["lemma", str(XOR_SPEC)],
+        ["align", str(XOR_SPEC), "--seeds", "1", "--write-spec", "{tmp}/aligned.toml"],
+    ],
+    ids=lambda argv: argv[0],
+)
+def test_other_commands_print_their_typed_report(built, capsys, tmp_path, command):
+    """The commands built on the other reports print the report's JSON: what the builder handed
+    to its type, and with ``--write-spec`` the file written."""
+    argv = [part.replace("{tmp}", str(tmp_path)) for part in command]
+    printed = cli_json(capsys, argv)
+    entries = built[-1]
+    if "--write-spec" in argv:  # the command notes the file in the report it prints
+        entries = {**entries, "written": argv[-1]}
+        assert (tmp_path / "aligned.toml").is_file()
+    assert printed == json.loads(json.dumps(entries))

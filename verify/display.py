@@ -11,6 +11,7 @@ when reports were dictionaries reads them.
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, Self
@@ -643,3 +644,324 @@ class SharedDeriveReport(Report):
             return head
         table = markdown_table(rows, [("path", "path"), ("s", "singular values s")])
         return f"{head}\n\n{table}\n\n{len(self.odes)} ODEs (Eq. 6), one per edge and mode"
+
+
+@dataclass(frozen=True)
+class GraphVerifyReport(Report):
+    """`graph_verify_report`'s result (``gdln verify`` on a task whose networks share edges):
+    the Eq. 6 race against gated graph networks trained from decoupled and from random weights.
+
+    Attributes:
+        parameters: the spec's parameters at the values used (name -> value).
+        epochs: the epochs trained (one gradient step each).
+        seeds: the random-weight seeds trained.
+        learning_rate: the training's step.
+        init_scale: the standard deviation of the random initial weights.
+        networks: per candidate: ``name``, ``theory`` (its ``t_90``/``t_half``), ``trained``
+            (the same per seed, from random weights), ``max_deviation_decoupled`` (from decoupled
+            weights, where the reduction is exact), ``max_deviation`` (per seed), ``final_loss``
+            (``theory`` and ``trained`` per seed), ``layer_singular_values`` (by the edges'
+            place: ``trained`` and ``theory``), and ``curves`` where asked for.
+        ranking: the candidates by the theory's ``t_90`` (``theory``) and by the trained
+            networks' mean (``trained``), fastest first.
+    """
+
+    parameters: dict[str, float]
+    epochs: int
+    seeds: int
+    learning_rate: float
+    init_scale: float
+    networks: list[dict[str, Any]]
+    ranking: dict[str, list[str]]
+
+    def _repr_markdown_(self) -> str:
+        rows = [
+            {
+                "name": n["name"],
+                "theory": n["theory"]["t_90"],
+                "trained": ", ".join(_cell(t) for t in n["trained"]["t_90"]),
+                "decoupled": n["max_deviation_decoupled"],
+                "random": max(n["max_deviation"]),
+            }
+            for n in self.networks
+        ]
+        columns = [
+            ("name", "network"),
+            ("theory", "t_90 theory (epochs)"),
+            ("trained", "t_90 trained, per seed"),
+            ("decoupled", "max deviation, decoupled weights"),
+            ("random", "max deviation, random weights (largest seed)"),
+        ]
+        ranking = self.ranking
+        head = f"**ranking: theory {', '.join(ranking['theory'])}; trained {', '.join(ranking['trained'])}**"
+        return head + "\n\n" + markdown_table(rows, columns)
+
+
+@dataclass(frozen=True)
+class ZeroShotReport(Report):
+    """`zero_shot_report`'s result (``gdln zero-shot``): the routing task's error on trained and
+    untrained routes, over the number of trained domains and over the init scale.
+
+    Attributes:
+        data: the items routed: ``hierarchy`` or ``digits``.
+        domains: the number of input (and output) domains M.
+        network: the candidate trained.
+        seeds: the seeds trained per point.
+        epochs: the epochs trained.
+        learning_rate: the training's step.
+        scale_trained_domains: the K of the init-scale sweep.
+        by_trained: per K: ``trained_domains``, ``fraction`` (K / M), ``trained`` and
+            ``untrained`` (per seed, the loss over a zero output's on those routes),
+            ``similarity`` (per seed, of one item's representations across input domains), and
+            ``curves`` where asked for.
+        by_init_scale: per init scale: ``init_scale`` and the same per-seed entries.
+    """
+
+    data: str
+    domains: int
+    network: str
+    seeds: int
+    epochs: int
+    learning_rate: float
+    scale_trained_domains: int
+    by_trained: list[dict[str, Any]]
+    by_init_scale: list[dict[str, Any]]
+
+    def _repr_markdown_(self) -> str:
+        def mean(values: list[float]) -> float | None:
+            finite = [v for v in values if math.isfinite(v)]
+            return sum(finite) / len(finite) if finite else None
+
+        def rows(entries: list[dict], key: str) -> list[dict]:
+            return [{key: e[key], "trained": mean(e["trained"]), "untrained": mean(e["untrained"])} for e in entries]
+
+        errors = [("trained", "trained routes (mean)"), ("untrained", "untrained routes (mean)")]
+        head = (
+            f"**{self.network} on the routing task ({self.data})**, M = {self.domains}, "
+            f"{plural(self.seeds, 'seed')}: loss over the loss of a zero output"
+        )
+        return "\n\n".join(
+            [
+                head,
+                markdown_table(rows(self.by_trained, "trained_domains"), [("trained_domains", "K"), *errors]),
+                markdown_table(
+                    rows(self.by_init_scale, "init_scale"),
+                    [("init_scale", f"init scale (K = {self.scale_trained_domains})"), *errors],
+                ),
+            ]
+        )
+
+
+@dataclass(frozen=True)
+class DepthReport(Report):
+    """`depth_report`'s result (paper Section 6): a ReLU network with two hidden layers against a
+    GDLN graph, both trained from random weights over the same seeds.
+
+    Attributes:
+        network: the GDLN compared.
+        seeds: the seeds trained.
+        epochs: the epochs trained.
+        hidden_units: the ReLU network's units per hidden layer.
+        init_scale: the standard deviation of the random initial weights.
+        initial_loss: the ReLU network's mean loss at epoch 0.
+        mean: per model (``relu``, ``gdln``), the loss per epoch, mean over seeds.
+        spread: per model, its standard deviation over seeds.
+        nearest_the_mean: per model, the seed whose curve is nearest the mean.
+        typical: per model, that seed's loss per epoch.
+        max_deviation_typical: the largest difference of the two typical curves, over the initial loss.
+        max_deviation_mean: the same for the means.
+        max_spread: per model, the largest spread over the initial loss.
+        first_layer_always_on: per seed, the fraction of first-layer units on at every datapoint.
+        second_layer_patterns: per seed, the distinct on-patterns of second-layer units that carry output.
+        second_layer_patterns_one_layer_cannot_make: per seed, how many of those one ReLU unit on
+            the inputs could not make (where depth breaks Lemma 4.1).
+    """
+
+    network: str
+    seeds: int
+    epochs: int
+    hidden_units: int
+    init_scale: float
+    initial_loss: float
+    mean: dict[str, list[float]]
+    spread: dict[str, list[float]]
+    nearest_the_mean: dict[str, int]
+    typical: dict[str, list[float]]
+    max_deviation_typical: float
+    max_deviation_mean: float
+    max_spread: dict[str, float]
+    first_layer_always_on: list[float]
+    second_layer_patterns: list[int]
+    second_layer_patterns_one_layer_cannot_make: list[int]
+
+    def _repr_markdown_(self) -> str:
+        rows: list[dict[str, Any]] = [
+            {"measure": "max deviation of the typical runs (of the initial loss)", "value": self.max_deviation_typical},
+            {"measure": "max deviation of the means", "value": self.max_deviation_mean},
+            *({"measure": f"max spread over seeds, {m}", "value": v} for m, v in self.max_spread.items()),
+            {"measure": "first-layer units on everywhere, per seed", "value": _list_cell(self.first_layer_always_on)},
+            {"measure": "second-layer patterns, per seed", "value": _list_cell(self.second_layer_patterns)},
+            {
+                "measure": "of them, not made by one ReLU unit on the inputs",
+                "value": _list_cell(self.second_layer_patterns_one_layer_cannot_make),
+            },
+        ]
+        head = (
+            f"**ReLU network with two hidden layers of {self.hidden_units} units against {self.network}** "
+            f"({plural(self.seeds, 'seed')}, {self.epochs} epochs)"
+        )
+        return head + "\n\n" + markdown_table(rows, [("measure", "measure"), ("value", "value")])
+
+
+def _list_cell(values: list) -> str:
+    return ", ".join(_cell(v) for v in values)
+
+
+@dataclass(frozen=True)
+class UnionReport(Report):
+    """`union_report`'s result (``gdln union``): every distinct pathway of the candidates in one
+    GDLN, trained together by the exact reduced flow, and which of them grow.
+
+    Attributes:
+        parameters: the spec's parameters at the values used (name -> value).
+        epochs: the horizon.
+        dynamics: the prediction followed (``reduced flow`` where pathways interact).
+        growth_rule: when a pathway counts as grown, in words.
+        final_loss: the loss at the horizon over the initial loss.
+        pathways: per pathway: ``name``, ``active``, ``seed`` (its initial strength), ``final``
+            (its map's largest singular value at the horizon), ``relative`` (to the strongest),
+            ``log10_growth`` (over its seed) and ``grows``.
+        grow: the names of the pathways that grow.
+        stay: the names of the others.
+    """
+
+    parameters: dict[str, float]
+    epochs: int
+    dynamics: str
+    growth_rule: str
+    final_loss: float
+    pathways: list[dict[str, Any]]
+    grow: list[str]
+    stay: list[str]
+
+    def _repr_markdown_(self) -> str:
+        columns = [
+            ("name", "pathway"),
+            ("grows", "grows"),
+            ("relative", "final strength / strongest"),
+            ("log10_growth", "log10 (final / seed)"),
+        ]
+        head = (
+            f"**union of every candidate pathway: {len(self.grow)} of {len(self.pathways)} grow** "
+            f"({self.dynamics}, {self.epochs} epochs; {self.growth_rule})"
+        )
+        return head + "\n\n" + markdown_table(self.pathways, columns)
+
+
+@dataclass(frozen=True)
+class AlignReport(Report):
+    """`align_report`'s result (``gdln align``): the ReLU network's alignment phase from its initial
+    weights, without training.
+
+    Attributes:
+        parameters: the spec's parameters at the values used (name -> value).
+        seeds: the seeds whose initial weights are aligned.
+        time: per seed, the epoch at which the phase ends.
+        ended: per seed, whether it ended within the epochs.
+        output_fraction: the output's share of the targets that ends the phase.
+        patterns: the settled gate patterns: ``active`` and ``units`` (per seed).
+        unmatched_units: per network (the spec's and the patterns' GDLN), the units per seed that
+            start none of its pathways.
+        network: the name of the patterns' GDLN (its ``[[network]]`` table is the TOML returned beside).
+        written: with ``--write-spec``, the spec file written with that network; else ``None``.
+    """
+
+    parameters: dict[str, float]
+    seeds: int
+    time: list[int]
+    ended: list[bool]
+    output_fraction: float
+    patterns: list[dict[str, Any]]
+    unmatched_units: dict[str, list[int]]
+    network: str
+    written: str | None = optional()
+
+    def _repr_markdown_(self) -> str:
+        rows = [{"active": p["active"], "units": _list_cell(p["units"])} for p in self.patterns]
+        head = (
+            f"**alignment phase: ends at epochs {_list_cell(self.time)}** "
+            f"(output at {_cell(self.output_fraction)} of the targets)"
+        )
+        table = markdown_table(rows, [("active", "on at datapoints"), ("units", "units per seed")])
+        return head + "\n\n" + table
+
+
+@dataclass(frozen=True)
+class FindGatesReport(Report):
+    """`find_gates_report`'s result (``gdln find-gates``, Appendix B): the gate patterns of trained
+    ReLU networks by k-means for each cluster count, and the elbow.
+
+    Attributes:
+        parameters: the spec's parameters at the values used (name -> value).
+        seeds: the trainings sampled.
+        epochs: the epochs trained.
+        snapshots: the epochs at which the gates were sampled.
+        rows: the gate rows sampled (one per unit and snapshot).
+        distinct_rows: how many of them differ.
+        silent_rows: the sampled rows off at every datapoint, left out of the clustering.
+        rounding: a centroid's entry at or above this is a datapoint of its rounded gate.
+        clusters: per cluster count: ``k``, ``patterns`` (``gates``, ``centroid``, ``units``,
+            ``realizable``), ``pathways``, ``mse`` (of the found GDLN's predicted loss against the
+            ReLU network's) and ``inertia``.
+        elbow: the cluster count chosen; ``None`` where kneedle finds no elbow.
+        elbow_rule: how it is chosen, in words.
+        error_model: how ``mse`` is predicted, in words.
+        notes: where no elbow is found, why; else ``None``.
+        network: the name of the elbow's network (its ``[[network]]`` table is the TOML returned
+            beside); ``None`` without an elbow.
+        written: with ``--write-spec``, the spec file written with that network; else ``None``.
+    """
+
+    parameters: dict[str, float]
+    seeds: int
+    epochs: int
+    snapshots: list[int]
+    rows: int
+    distinct_rows: int
+    silent_rows: int
+    rounding: float
+    clusters: list[dict[str, Any]]
+    elbow: int | None
+    elbow_rule: str
+    error_model: str
+    notes: list[str] | None = optional()
+    network: str | None = optional()
+    written: str | None = optional()
+
+    def _repr_markdown_(self) -> str:
+        columns = [("k", "k"), ("pathways", "pathways"), ("mse", "mse"), ("inertia", "inertia")]
+        head = f"**elbow: k = {_cell(self.elbow)}** ({self.elbow_rule})"
+        return head + "\n\n" + markdown_table(self.clusters, columns)
+
+
+@dataclass(frozen=True)
+class LemmaReport(Report):
+    """`enumerate_patterns`'s result (``gdln lemma``, Lemma 4.1): every gate pattern one ReLU unit
+    can make on a small dataset, classified.
+
+    Attributes:
+        datapoints: the number of datapoints.
+        realizable: how many non-empty patterns one ReLU unit can make.
+        by_group: how many of them fall in each group (``other``: in none).
+        patterns: each realizable pattern: ``pattern`` (its datapoints) and ``group``.
+    """
+
+    datapoints: int
+    realizable: int
+    by_group: dict[str, int]
+    patterns: list[dict[str, Any]]
+
+    def _repr_markdown_(self) -> str:
+        rows = [{"group": group, "count": count} for group, count in self.by_group.items()]
+        head = f"**{self.realizable} realizable patterns of {self.datapoints} datapoints**"
+        return head + "\n\n" + markdown_table(rows, [("group", "group"), ("count", "patterns")])

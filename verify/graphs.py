@@ -26,7 +26,7 @@ from gdln.numeric.graph_network import graph_forward, graph_layout, train_graph
 from gdln.numeric.shared_flow import SharedFlow
 
 from .checks import check_training_size
-from .display import RaceReport, SharedDeriveReport
+from .display import DepthReport, GraphVerifyReport, RaceReport, SharedDeriveReport, ZeroShotReport
 from .progress import progress
 
 #: a crossing of 10% / 50% of the initial loss, read off per-epoch curves
@@ -89,7 +89,7 @@ def graph_verify_report(
     epochs: int | None = None,
     *,
     curves: bool = False,
-) -> dict:
+) -> GraphVerifyReport:
     """Theory against gated graph networks trained from decoupled and from small random weights
     (with ``curves``, every loss curve per epoch too: theory, decoupled, random per seed)."""
     training = task.with_training(seeds=seeds, epochs=epochs).training
@@ -156,15 +156,20 @@ def graph_verify_report(
             float(np.mean(e["final_loss"]["trained"])),
         ),
     )
-    return {
-        "parameters": {s.name: v for s, v in values.items()},
-        "epochs": training.epochs,
-        "seeds": training.seeds,
-        "learning_rate": training.learning_rate,
-        "init_scale": training.init_scale,
-        "networks": entries,
-        "ranking": {"theory": [e["name"] for e in theory_ranking], "trained": [e["name"] for e in trained_ranking]},
-    }
+    return GraphVerifyReport.from_json(
+        {
+            "parameters": {s.name: v for s, v in values.items()},
+            "epochs": training.epochs,
+            "seeds": training.seeds,
+            "learning_rate": training.learning_rate,
+            "init_scale": training.init_scale,
+            "networks": entries,
+            "ranking": {
+                "theory": [e["name"] for e in theory_ranking],
+                "trained": [e["name"] for e in trained_ranking],
+            },
+        }
+    )
 
 
 def _layer_singular_values(flow: SharedFlow, finals: list[np.ndarray], theory_state: np.ndarray) -> dict[str, Any]:
@@ -345,7 +350,7 @@ def zero_shot_report(
     scale_trained: int | None = None,
     curves: bool = False,
     data: str = "hierarchy",
-) -> dict:
+) -> ZeroShotReport:
     """Error on trained and untrained routes of ``network`` trained from random weights (seeds
     0..seeds-1), over K = ``trained`` (default 1..M-1, at init scale 0.02: slides' Figure 5c) and
     over ``init_scales`` (at K = ``scale_trained``, default M // 2: Figure 6b). Errors are the
@@ -387,17 +392,19 @@ def zero_shot_report(
         {"init_scale": scale, **run(scale_trained, scale)}
         for scale in progress(init_scales, "zero-shot: init scale", label=lambda scale: f"{scale:g}")
     ]
-    return {
-        "data": data,
-        "domains": domains,
-        "network": network,
-        "seeds": seeds,
-        "epochs": epochs,
-        "learning_rate": learning_rate,
-        "scale_trained_domains": scale_trained,
-        "by_trained": by_k,
-        "by_init_scale": by_scale,
-    }
+    return ZeroShotReport.from_json(
+        {
+            "data": data,
+            "domains": domains,
+            "network": network,
+            "seeds": seeds,
+            "epochs": epochs,
+            "learning_rate": learning_rate,
+            "scale_trained_domains": scale_trained,
+            "by_trained": by_k,
+            "by_init_scale": by_scale,
+        }
+    )
 
 
 def _nearest_the_mean(curves: np.ndarray) -> int:
@@ -405,7 +412,7 @@ def _nearest_the_mean(curves: np.ndarray) -> int:
     return int(np.argmin(np.mean((curves - curves.mean(axis=0)) ** 2, axis=1)))
 
 
-def depth_report(task: Task, network: str, seeds: int | None = None, epochs: int | None = None) -> dict:
+def depth_report(task: Task, network: str, seeds: int | None = None, epochs: int | None = None) -> DepthReport:
     """Paper Section 6: a ReLU network with two hidden layers of ``training.hidden_units`` units
     against the GDLN ``network`` (a graph), both trained from random weights over seeds 0..seeds-1.
 
@@ -453,23 +460,25 @@ def depth_report(task: Task, network: str, seeds: int | None = None, epochs: int
         found.discard(())
         patterns.append(len(found))
         unrealizable.append(sum(1 for pattern in found if not realizable(x, pattern)[0]))
-    return {
-        "network": network,
-        "seeds": training.seeds,
-        "epochs": training.epochs,
-        "hidden_units": hidden,
-        "init_scale": training.init_scale,
-        "initial_loss": initial,
-        "mean": {name: c.mean(axis=0).tolist() for name, c in curves.items()},
-        "spread": {name: c.std(axis=0).tolist() for name, c in curves.items()},
-        "nearest_the_mean": nearest,
-        "typical": {name: c.tolist() for name, c in typical.items()},
-        "max_deviation_typical": float(np.max(np.abs(typical["relu"] - typical["gdln"])) / initial),
-        "max_deviation_mean": float(
-            np.max(np.abs(curves["relu"].mean(axis=0) - curves["gdln"].mean(axis=0))) / initial
-        ),
-        "max_spread": {name: float(c.std(axis=0).max() / initial) for name, c in curves.items()},
-        "first_layer_always_on": first_on,
-        "second_layer_patterns": patterns,
-        "second_layer_patterns_one_layer_cannot_make": unrealizable,
-    }
+    return DepthReport.from_json(
+        {
+            "network": network,
+            "seeds": training.seeds,
+            "epochs": training.epochs,
+            "hidden_units": hidden,
+            "init_scale": training.init_scale,
+            "initial_loss": initial,
+            "mean": {name: c.mean(axis=0).tolist() for name, c in curves.items()},
+            "spread": {name: c.std(axis=0).tolist() for name, c in curves.items()},
+            "nearest_the_mean": nearest,
+            "typical": {name: c.tolist() for name, c in typical.items()},
+            "max_deviation_typical": float(np.max(np.abs(typical["relu"] - typical["gdln"])) / initial),
+            "max_deviation_mean": float(
+                np.max(np.abs(curves["relu"].mean(axis=0) - curves["gdln"].mean(axis=0))) / initial
+            ),
+            "max_spread": {name: float(c.std(axis=0).max() / initial) for name, c in curves.items()},
+            "first_layer_always_on": first_on,
+            "second_layer_patterns": patterns,
+            "second_layer_patterns_one_layer_cannot_make": unrealizable,
+        }
+    )

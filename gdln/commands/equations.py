@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from gdln.derive.spec import Task
     from gdln.numeric.prediction import TaskPredictions
 
+
 def equation_style(args) -> str:
     """SymPy's pretty printer on a terminal (unicode where it can be written), else one line of
     plain text, as with ``--plain``."""

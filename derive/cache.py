@@ -315,6 +315,12 @@ def code_version() -> str:
     return digest.hexdigest()[:16]
 
 
+def source_digest(path: str | Path) -> str:
+    """A digest of one source file (a module's ``__file__``): a document built by that module
+    depends on it, so one written by other code is never read back (:func:`document`)."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
+
+
 def derivation_key(task, network, kind: str = "network") -> str:
     """Hash of what a derivation of ``network`` on ``task`` depends on, and of the code;
     ``kind`` names the derivation (a network's, a shared-edge reduction's)."""

@@ -34,11 +34,6 @@ def mode_strength(s, d, a0, t, tau, xp):
     return (s / d) / (1 + (s / (d * a0) - 1) * xp.exp(-2 * s * t / tau))
 
 
-def mode_half_time(s, d, a0, tau, xp):
-    """Epoch at which a lone depth-2 mode reaches half of its final strength ``s/d``."""
-    return tau / (2 * s) * xp.log(s / (d * a0) - 1)
-
-
 def expected_initial_strength(units, init_scale):
     """Expected effective ``a0`` of a mode served by ``units`` hidden units with i.i.d.
     weight entries of standard deviation ``init_scale`` (THEORY section 2)."""

@@ -730,8 +730,3 @@ def _coordinates(basis: list[sympy.Matrix], vectors: list[sympy.Matrix]) -> list
     """Coefficients of each of ``vectors`` in the orthogonal ``basis``."""
     norms = [(b.T * b)[0, 0] for b in basis]
     return [[(v.T * b)[0, 0] / n for b, n in zip(basis, norms)] for v in vectors]
-
-
-def eigen_residual(sigma_x: sympy.Matrix, mode: Mode) -> sympy.Matrix:
-    """``Sigma_x v - d v``: zero exactly when ``v`` diagonalises ``Sigma_x`` (Assumption 2.1.1)."""
-    return (sigma_x * mode.v - mode.d * mode.v).applyfunc(sympy.expand)

@@ -98,11 +98,6 @@ def pathway_log_initial_strengths(network: Network, init_scale: float) -> jnp.nd
     return jnp.array([log_expected_initial_strength(p.units, init_scale) for p in network.pathways])
 
 
-def pattern_matches(active: tuple[int, ...], gates) -> np.ndarray:
-    """``(units,)`` whether each unit's gate pattern ``gates`` ``(N, units)`` is exactly ``active``."""
-    return gate_distances(active, gates) == 0
-
-
 def gate_distances(active: tuple[int, ...], gates) -> np.ndarray:
     """``(units,)`` on how many datapoints each unit's gate pattern ``gates`` ``(N, units)`` differs from ``active``."""
     gates = np.asarray(gates, dtype=bool)

@@ -70,16 +70,6 @@ def strength_from_factors(factors, t, xp=jnp):
     return ratio / (1 + sign * xp.exp(log_c - rate * t))
 
 
-def mode_crossing_time(s, d, log_a0, tau, strength, xp=np):
-    """The epoch at which a lone depth-2 mode reaches ``strength`` (between ``a0`` and ``s/d``):
-    :func:`log_mode_strength` inverted, ``t = tau/(2 s) (log c - log(s/(d strength) - 1))``.
-    At ``strength = s/(2d)`` this is :func:`derive.formulas.mode_half_time`."""
-    r = xp.log(s / d) - log_a0
-    log_c = r + xp.log(-xp.expm1(-r)) if r > 0 else xp.log(-xp.expm1(r))
-    log_target = xp.log(s / (d * strength) - 1) if r > 0 else xp.log(1 - s / (d * strength))
-    return tau / (2 * s) * (log_c - log_target)
-
-
 @dataclass
 class RaceResult:
     """When a network's predicted loss crosses fractions of its initial loss.

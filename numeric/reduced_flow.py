@@ -42,8 +42,9 @@ class FlowStructure:
     ``F = [E_1 W_1, ..., E_n W_n]`` (each map written into the rows of its target features) and
     ``S[j, p] = Sigma_x(j, p)`` the block matrix of all input correlations,
     ``E_p G_p = (Sigma_yx^E - F S)[:, p]`` and ``L = 1/2 tr<yy^T> - <F, Sigma_yx^E> + 1/2 <F, F S>``,
-    where ``Sigma_yx^E`` holds each ``E_p Sigma_yx(p)`` in the columns of pathway ``p``. These are
-    :meth:`ReducedFlow.gradients` and :meth:`ReducedFlow.loss` term by term."""
+    where ``Sigma_yx^E`` holds each ``E_p Sigma_yx(p)`` in the columns of pathway ``p``: the
+    gradients ``G_p = Sigma_yx(p) - sum_j E_p^T E_j W_j Sigma_x(j, p)`` and
+    :meth:`ReducedFlow.loss` term by term."""
 
     def __init__(self, key):
         self.key = key
@@ -331,13 +332,6 @@ class ReducedFlow:
         return self._at_values(
             "_output_basis_cache", lambda v: _span_basis(np.asarray(self.operands(v)[0]), rank), values
         )
-
-    def gradients(self, maps, sigma_yx, sigma_x):
-        """``G_p = Sigma_yx(p) - sum_j E_p^T E_j W_j Sigma_x(j, p)``."""
-        count = len(self.pathways)
-        return [
-            sigma_yx[p] - sum(self.overlaps[p][j] @ maps[j] @ sigma_x[j][p] for j in range(count)) for p in range(count)
-        ]
 
     def loss(self, maps, sigma_yx, sigma_x, power):
         """``L = 1/2 tr<yy^T> - sum_p tr(W_p Sigma_yx(p)^T) + 1/2 sum_jp tr(E_p^T E_j W_j Sigma_x(j, p) W_p^T)``."""

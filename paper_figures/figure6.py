@@ -8,7 +8,9 @@ deviation over the seeds. Nothing is fitted.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from matplotlib.artist import Artist
@@ -16,6 +18,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
 from gdln.derive.spec import section6_task, task_from_dict
+from gdln.verify.display import DepthReport
 from gdln.verify.files import save_figure
 from gdln.verify.graphs import depth_report
 
@@ -27,12 +30,12 @@ MODELS = (
 )
 
 
-def figure6_data(quick: bool = False) -> dict:
+def figure6_data(quick: bool = False) -> DepthReport:
     task = task_from_dict(section6_task(seeds=5), source="section 6 task")
     return depth_report(task, "shared-layer1", epochs=3000 if quick else None)
 
 
-def draw_figure6(report: dict) -> Figure:
+def draw_figure6(report: Mapping[str, Any]) -> Figure:
     fig = figure(7.5, 6)
     (ax,), (strip,) = panels_with_keys(fig, 1)
     entries: list[list[Artist]] = []

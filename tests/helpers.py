@@ -1,5 +1,6 @@
 """What several test files share: the repository's paths, the in-process CLI runner whose outcome
-must be exit 0 with strict JSON or exit 2 with one line, and trained reference times."""
+must be exit 0 with strict JSON or exit 2 with one line, trained reference times, and a race whose
+compiled solve the disk cache has stored (to garble or plant)."""
 
 from __future__ import annotations
 
@@ -114,3 +115,36 @@ def trained_t90(task, networks, seeds: int = 2) -> dict[str, float]:
         )
         times[network.name] = crossing_time(ts, np.asarray(run.losses).mean(axis=0), 0.1)
     return times
+
+
+class StoredSolve:
+    """A race of XoR's ``linear`` network (3000 epochs) whose compiled solve the disk cache has
+    just written under ``jax/executables``: the files, the race's result, and the same race run
+    again by a process that has forgotten its compiled solves (and must read or rebuild them)."""
+
+    def __init__(self, cache_folder: Path):
+        from gdln.derive.spec import load_spec
+        from gdln.numeric.prediction import TaskPredictions
+
+        task = load_spec(XOR_SPEC).with_training(epochs=3000)
+        self.prediction = TaskPredictions(task).prediction("linear")
+        training = task.training
+        self.arguments = (
+            self.prediction.log_initial_strengths(training.init_scale),
+            training.tau,
+            list(task.parameters.values()),
+            training.epochs,
+        )
+        self.first = self.prediction.flow.race(*self.arguments)
+        self.files = sorted((cache_folder / "jax" / "executables").glob("*.pickle"))
+        assert self.files, "the race wrote no compiled solve"
+
+    def race_again(self):
+        """The race after this process forgets its compiled solves, as a new process would."""
+        from gdln.numeric import integrate
+
+        integrate._EXECUTABLES.clear()
+        return self.prediction.flow.race(*self.arguments)
+
+    def same_race(self, again) -> bool:
+        return again.crossings == self.first.crossings and again.final_loss == self.first.final_loss

@@ -16,12 +16,14 @@ import pytest
 
 from gdln.derive.spec import task_from_dict, xor_task
 from gdln.numeric.alignment import OUTPUT_FRACTION, Alignment, align, aligned_network
-from gdln.numeric.initial_conditions import ALIGNMENT, pattern_matches, unmatched_units
+from gdln.numeric.initial_conditions import ALIGNMENT, unmatched_units
 from gdln.numeric.prediction import GRADIENT_DESCENT, GRADIENT_FLOW
 from gdln.numeric.training import initial_relu_weights, relu_forward, train_relu
 from gdln.verify.entries import epoch_grid
 from gdln.verify.following import candidate_predictions, predicted_relu_curves, relu_alignment, verify_report
 from gdln.verify.simulation import train_network
+
+from .references import pattern_matches
 
 ALIGNMENT_RTOL = 1e-9
 RECURSION_TOLERANCE = 1e-9

@@ -16,7 +16,7 @@ from gdln.numeric.compile import compile_expressions, exact_constants
 from gdln.numeric.precision import use_compilation_cache
 from gdln.numeric.prediction import TaskPredictions
 
-from .helpers import XOR_SPEC
+from .helpers import XOR_SPEC, StoredSolve
 
 
 def test_exact_constants_survive_cancellation():
@@ -158,16 +158,7 @@ def test_reduced_flow_solves_are_read_from_disk_compiled(disk_cache, monkeypatch
     forgotten it reads it back instead of tracing diffrax again, and gets the same race bit for bit."""
     from gdln.numeric import integrate
 
-    task = load_spec(XOR_SPEC)
-    task = task.with_training(epochs=3000)
-    prediction = TaskPredictions(task).prediction("linear")
-    flow = prediction.flow
-    training, vector = task.training, list(task.parameters.values())
-    log_a0 = prediction.log_initial_strengths(training.init_scale)
-    first = flow.race(log_a0, training.tau, vector, training.epochs)
-    stored = list((disk_cache / "jax" / "executables").glob("*.pickle"))
-    assert stored
-    integrate._EXECUTABLES.clear()
+    solve = StoredSolve(disk_cache)
     integrate._SOLVERS.clear()
 
     def no_tracing(*args, **kwargs):
@@ -176,29 +167,18 @@ def test_reduced_flow_solves_are_read_from_disk_compiled(disk_cache, monkeypatch
     import diffrax
 
     monkeypatch.setattr(diffrax, "diffeqsolve", no_tracing)
-    again = flow.race(log_a0, training.tau, vector, training.epochs)
-    assert again.crossings == first.crossings and again.final_loss == first.final_loss
-    assert cache.usage(disk_cache)["jax"]["files"] >= len(stored)  # `gdln cache` counts and clears them
+    assert solve.same_race(solve.race_again())
+    assert cache.usage(disk_cache)["jax"]["files"] >= len(solve.files)  # `gdln cache` counts and clears them
 
 
 def test_a_garbled_compiled_solve_is_compiled_again(disk_cache):
     """An executable under ``jax/executables`` that cannot be read is compiled again and written
     over, with the same race."""
-    from gdln.numeric import integrate
-
-    task = load_spec(XOR_SPEC).with_training(epochs=3000)
-    prediction = TaskPredictions(task).prediction("linear")
-    training, vector = task.training, list(task.parameters.values())
-    log_a0 = prediction.log_initial_strengths(training.init_scale)
-    first = prediction.flow.race(log_a0, training.tau, vector, training.epochs)
-    stored = sorted((disk_cache / "jax" / "executables").glob("*.pickle"))
-    assert stored
-    for path in stored:
+    solve = StoredSolve(disk_cache)
+    for path in solve.files:
         path.write_bytes(b"not a pickle")
-    integrate._EXECUTABLES.clear()
-    again = prediction.flow.race(log_a0, training.tau, vector, training.epochs)
-    assert again.crossings == first.crossings and again.final_loss == first.final_loss
-    assert all(path.read_bytes() != b"not a pickle" for path in stored)
+    assert solve.same_race(solve.race_again())
+    assert all(path.read_bytes() != b"not a pickle" for path in solve.files)
 
 
 def test_networks_sharing_a_pathway_read_its_modes_once(disk_cache, monkeypatch):
@@ -388,10 +368,12 @@ def test_garbled_or_foreign_derivation_entries_are_rebuilt(disk_cache):
 
 
 def test_derive_summary_is_read_back_and_a_stale_or_garbled_one_recomputed(capsys, tmp_path, monkeypatch):
-    """``gdln derive``'s summary is kept beside the derivation: a warm run prints it without
-    deriving or printing anything again. A summary file cut short, changed after it was written
-    (still valid JSON), or written for other parameter values is computed again and rewritten:
-    the output stays the cold run's."""
+    """``gdln derive``'s summary and the text of its equations are kept beside the derivation: a
+    warm run prints them without deriving or printing anything again. A summary file cut short,
+    changed after it was written (still valid JSON), or written for other parameter values is
+    computed again and rewritten, and so is an equations file cut short: the output stays the
+    cold run's."""
+    from gdln.commands import equations
     from gdln.verify import derivation_report as reports
 
     monkeypatch.setenv(cache.CACHE_ENV, str(tmp_path))
@@ -405,19 +387,25 @@ def test_derive_summary_is_read_back_and_a_stale_or_garbled_one_recomputed(capsy
         assert main(["derive", str(XOR_SPEC), "--network", "xor", *extra]) == 0
         return capsys.readouterr().out
 
+    def counted(module, name):
+        """Calls of ``module.name`` from now on, one entry each."""
+        calls, original = [], getattr(module, name)
+
+        def counting(*args, **kwargs):
+            calls.append(1)
+            return original(*args, **kwargs)
+
+        monkeypatch.setattr(module, name, counting)
+        return calls
+
     try:
         cold = derive()
         (summary,) = (tmp_path / "derivations").glob("*/summary-*.json")
-        written = summary.read_text()
-        recomputed = []
-        original = reports.derive_report
-
-        def counting(*args, **kwargs):
-            recomputed.append(1)
-            return original(*args, **kwargs)
-
-        monkeypatch.setattr(reports, "derive_report", counting)
-        assert derive() == cold and recomputed == []  # read back: nothing derived or printed again
+        (printed,) = (tmp_path / "derivations").glob("*/equations-*.json")
+        written, printed_text = summary.read_text(), printed.read_text()
+        recomputed = counted(reports, "derive_report")
+        rewritten = counted(equations, "system_equations")
+        assert derive() == cold and recomputed == [] and rewritten == []  # read back: nothing derived or printed
         summary.write_text(written[: len(written) // 2])
         assert derive() == cold and len(recomputed) == 1
         assert summary.read_text() == written  # rewritten whole
@@ -430,6 +418,10 @@ def test_derive_summary_is_read_back_and_a_stale_or_garbled_one_recomputed(capsy
         (stale,) = set((tmp_path / "derivations").glob("*/summary-*.json")) - {summary}
         summary.write_text(stale.read_text())  # a summary for Delta = 2 under Delta = 1's name
         assert derive() == cold and len(recomputed) == 4
+        rewritten.clear()
+        printed.write_text(printed_text[: len(printed_text) // 2])
+        assert derive() == cold and len(rewritten) == 1 and len(recomputed) == 4
+        assert printed.read_text() == printed_text
     finally:
         cache.clear(tmp_path)
         if previous is None:

@@ -35,7 +35,7 @@ from gdln.derive.spec import load_spec
 from gdln.numeric.precision import use_compilation_cache
 from gdln.numeric.prediction import TaskPredictions
 
-from .helpers import ROOT, XOR_SPEC
+from .helpers import ROOT, XOR_SPEC, StoredSolve
 
 IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 
@@ -153,24 +153,15 @@ def test_a_planted_derivation_pickle_is_never_unpickled(disk_cache, tmp_path, se
 def test_a_planted_compiled_solve_is_never_unpickled(disk_cache, tmp_path):
     """The compiled solves under ``jax/executables`` are pickles too: one replaced by a planted
     pickle is never unpickled, and the race is the same, from a solve compiled and written again."""
-    from gdln.numeric import integrate
-
-    task = load_spec(XOR_SPEC).with_training(epochs=3000)
-    prediction = TaskPredictions(task).prediction("linear")
-    training, vector = task.training, list(task.parameters.values())
-    log_a0 = prediction.log_initial_strengths(training.init_scale)
-    first = prediction.flow.race(log_a0, training.tau, vector, training.epochs)
-    stored = sorted((disk_cache / "jax" / "executables").glob("*.pickle"))
-    assert stored
+    solve = StoredSolve(disk_cache)
     marker = tmp_path / "ran"
     planted = pickle.dumps((_Planted(marker), None, None))
-    for path in stored:
+    for path in solve.files:
         path.write_bytes(planted)
-    integrate._EXECUTABLES.clear()
-    again = prediction.flow.race(log_a0, training.tau, vector, training.epochs)
+    again = solve.race_again()
     assert not marker.exists()
-    assert again.crossings == first.crossings and again.final_loss == first.final_loss
-    assert all(path.read_bytes() != planted for path in stored)
+    assert solve.same_race(again)
+    assert all(path.read_bytes() != planted for path in solve.files)
 
 
 def test_one_run_deletes_every_bad_mode_it_reads(disk_cache):

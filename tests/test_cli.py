@@ -238,6 +238,7 @@ def test_align_reports_patterns_and_writes_a_spec_that_race_accepts(capsys, tmp_
     written = tmp_path / "aligned.toml"
     report = run_json(capsys, "align", str(XOR_SPEC), "--set", "Delta=3", "--seeds", "2", "--write-spec", str(written))
     assert report["network"] == "aligned" and len(report["time"]) == 2 and report["ended"] == [True, True]
+    assert report["written"] == str(written)
     assert report["unmatched_units"]["aligned"] == [0, 0]
     # most units settle on one class each: the linear ReLN's gates (Delta = 3 is above Delta*)
     top = {tuple(p["active"]) for p in report["patterns"][:2]}

@@ -1,7 +1,7 @@
 """Crossing times solved on the dynamics, not read off a grid; seeds far below float range.
 
 Identities first (the log-space logistic is formulas.mode_strength, its inversion is
-formulas.mode_half_time, a fine grid agrees), then the race's answers: the same for every
+the half time of the closed form, a fine grid agrees), then the race's answers: the same for every
 horizon that contains them, right for init scales down to 1e-200 (against an independent
 40-digit mpmath evaluation), for closed forms, the race ODE and the exact reduced flow."""
 
@@ -26,16 +26,12 @@ from gdln.numeric.initial_conditions import (
 )
 from gdln.numeric.integrate import integrate_ode
 from gdln.numeric.prediction import TaskPredictions
-from gdln.numeric.race import (
-    CompiledNetwork,
-    crossing_time,
-    log_mode_strength,
-    mode_crossing_time,
-)
+from gdln.numeric.race import CompiledNetwork, crossing_time, log_mode_strength
 from gdln.verify.entries import epoch_grid, theory_stride
 from gdln.verify.race import race_report
 
 from .helpers import XOR_SPEC
+from .references import mode_crossing_time, mode_half_time
 
 TAU = 100.0
 DELTAS = (1e-6, 1.0, 1000.0)
@@ -70,7 +66,7 @@ def test_log_space_logistic_below_float_range():
 @pytest.mark.parametrize("s, d, a0", [(0.25, 0.125, 1e-6), (0.9, 2.0, 1e-3), (0.4, 0.7, 0.3), (0.4, 0.7, 1e-200)])
 def test_logistic_inversion_is_mode_half_time(s, d, a0):
     assert mode_crossing_time(s, d, math.log(a0), TAU, s / (2 * d)) == pytest.approx(
-        float(formulas.mode_half_time(s, d, a0, TAU, np)), rel=1e-12
+        float(mode_half_time(s, d, a0, TAU)), rel=1e-12
     )
     for fraction in (0.1, 0.5, 0.9):
         strength = a0 + fraction * (s / d - a0)
@@ -110,7 +106,7 @@ def test_lone_mode_race_inverts_the_logistic_exactly():
             assert result.crossings[fraction] == pytest.approx(expected, rel=1e-11)
         if init == 1e-4:  # at 1/2 of the strength: mode_half_time
             half_strength = TAU / 5.0 * math.log(1 / a0 - 1)
-            assert half_strength == pytest.approx(float(formulas.mode_half_time(2.5, 2.5, a0, TAU, np)), rel=1e-14)
+            assert half_strength == pytest.approx(float(mode_half_time(2.5, 2.5, a0, TAU)), rel=1e-14)
 
 
 @pytest.mark.parametrize("network", ["linear", "xor"])

@@ -12,7 +12,9 @@ from scipy.optimize import brentq
 from gdln.derive.correlations import sigma_x, sigma_yx
 from gdln.derive.crossover import crossovers
 from gdln.derive.derivation import NetworkDerivation
-from gdln.derive.modes import eigen_residual, vanishes
+from gdln.derive.modes import vanishes
+
+from .references import eigen_residual
 
 
 def xor_arrays(delta):

@@ -124,6 +124,7 @@ def test_written_spec_round_trips_through_verify(capsys, tmp_path):
     report = _find_gates(
         capsys, XOR_SPEC, "--set", "Delta=0.5", "--clusters", "2..6", "--seeds", "2", "--write-spec", str(out)
     )
+    assert report["written"] == str(out)
     assert main(["verify", str(out), "--set", "Delta=0.5", "--seeds", "2", "--json"]) == 0
     verified = json.loads(capsys.readouterr().out)
     deviation = {n["name"]: n["max_deviation"] for n in verified["networks"] if not n["from_alignment"]}

@@ -13,7 +13,7 @@ import pytest
 from gdln.cli import main
 from gdln.derive.derivation import NetworkDerivation
 from gdln.derive.errors import DerivationError
-from gdln.derive.spec import graph_entry, load_spec, module_graph, task_from_dict
+from gdln.derive.spec import load_spec, module_graph, task_from_dict
 from gdln.numeric.graph_network import (
     graph_flow_losses,
     graph_forward,
@@ -27,6 +27,7 @@ from gdln.numeric.training import gdln_forward, gdln_layout, init_gdln
 from gdln.verify.race import race_report
 
 from .helpers import ROOT, XOR_SPEC
+from .references import graph_entry
 from .spec_strategies import to_toml
 
 #: agreement of the Eq. 3 flow with autodiff (both exact up to rounding in float64)

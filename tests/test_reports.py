@@ -11,7 +11,23 @@ import pytest
 
 from gdln.cli import main
 from gdln.derive.spec import load_spec
-from gdln.verify.display import RaceReport, Report, SimulateReport, SweepReport, UniqueReport, VerifyReport
+from gdln.verify.display import (
+    AlignReport,
+    DepthReport,
+    DeriveReport,
+    FindGatesReport,
+    GraphVerifyReport,
+    LemmaReport,
+    RaceReport,
+    Report,
+    SharedDeriveReport,
+    SimulateReport,
+    SweepReport,
+    UnionReport,
+    UniqueReport,
+    VerifyReport,
+    ZeroShotReport,
+)
 from gdln.verify.files import finite_json
 from gdln.verify.race import race_report
 
@@ -24,6 +40,15 @@ CONTRACTS = {
     SimulateReport: ("json.md", "`simulate` JSON: `"),
     UniqueReport: ("cli.md", "JSON:\n  `"),
     SweepReport: ("phase_diagrams.md", "## JSON\n\n```text\n"),
+    DeriveReport: ("json.md", "`derive` JSON: `"),
+    SharedDeriveReport: ("json.md", "`derive` JSON of a network whose paths share edges ([Routing](routing.md)): `"),
+    GraphVerifyReport: ("json.md", "`verify` JSON of a task whose networks share edges ([Routing](routing.md)): `"),
+    UnionReport: ("json.md", "`union` JSON: `"),
+    AlignReport: ("json.md", "`align` JSON: `"),
+    FindGatesReport: ("json.md", "`find-gates` JSON: `"),
+    LemmaReport: ("json.md", "`lemma` JSON: `"),
+    ZeroShotReport: ("json.md", "`zero-shot` JSON: `"),
+    DepthReport: ("json.md", "Section 6 (`verify.graphs.depth_report`, Python only; [Routing](routing.md)): `"),
 }
 
 
@@ -139,3 +164,78 @@ def test_sweep_report_is_its_builders_dictionary(built, capsys):
     printed = cli_json(capsys, ["sweep", str(XOR_SPEC), "--grid", "Delta=0.5:3:3"])
     for key in ("axes", "points", "crossovers", "agreement"):
         assert printed[key] == strict(report)[key]
+
+
+@pytest.mark.parametrize("network", ["linear", "xor"])
+def test_derive_report_is_its_builders_dictionary(built, capsys, xor_models, network):
+    """``gdln derive --json`` prints the typed report's JSON; the summary (what ``gdln derive``
+    prints, read back from the derivation cache) has the report's keys, its texts left out."""
+    from gdln.verify.derivation_report import derive_report, derive_summary
+
+    report = derive_report(xor_models.task, network, models=xor_models)
+    assert isinstance(report, DeriveReport)
+    same_as_built(report, built[-1])
+    assert "coupling_numbers" not in report and "crossovers_not_derived" not in report
+    assert cli_json(capsys, ["derive", str(XOR_SPEC), "--network", network]) == strict(report)
+    summary = derive_summary(xor_models.task, network, models=xor_models)
+    assert isinstance(summary, DeriveReport) and summary.keys() == report.keys()
+    assert summary.speed == report.speed and summary.crossovers == report.crossovers
+    assert "sigma_yx" in report.pathways[0] and "sigma_yx" not in summary.pathways[0]
+    table = [line for line in summary._repr_markdown_().splitlines() if line.startswith("| ")]
+    assert [row.split(" | ")[0] for row in table[2:]] == [f"| {p['name']}" for p in report.pathways]
+
+
+def test_shared_derive_report_is_its_builders_dictionary(built, capsys, tmp_path):
+    """A network whose paths share edges derives to a `SharedDeriveReport`, printed by
+    ``gdln derive --json``; its race is a `RaceReport`."""
+    from gdln.derive.spec import routing_task, task_from_dict, to_toml
+    from gdln.verify.graphs import shared_derive_report, shared_race_report
+
+    spec = routing_task(2, 1)
+    path = tmp_path / "routing.toml"
+    path.write_text(to_toml(spec))
+    task = task_from_dict(spec, source=str(path))
+    report, _ = shared_derive_report(task, "share-all")
+    assert isinstance(report, SharedDeriveReport)
+    same_as_built(report, built[-1])
+    assert report.assumptions["holds"] and report.odes and report.loss is not None
+    assert cli_json(capsys, ["derive", str(path), "--network", "share-all"]) == strict(report)
+    race = shared_race_report(task)
+    assert isinstance(race, RaceReport)
+    same_as_built(race, built[-1])
+    assert race.winner == race.ranking[0]
+
+
+def test_every_report_type_has_a_contract():
+    """Each report type of ``verify.display`` is listed above, so its fields are checked against
+    the documentation."""
+    import inspect
+
+    from gdln.verify import display
+
+    defined = {
+        value
+        for value in vars(display).values()
+        if inspect.isclass(value) and issubclass(value, Report) and value is not Report
+    }
+    assert defined == set(CONTRACTS)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["lemma", str(XOR_SPEC)],
+        ["align", str(XOR_SPEC), "--seeds", "1", "--write-spec", "{tmp}/aligned.toml"],
+    ],
+    ids=lambda argv: argv[0],
+)
+def test_other_commands_print_their_typed_report(built, capsys, tmp_path, command):
+    """The commands built on the other reports print the report's JSON: what the builder handed
+    to its type, and with ``--write-spec`` the file written."""
+    argv = [part.replace("{tmp}", str(tmp_path)) for part in command]
+    printed = cli_json(capsys, argv)
+    entries = built[-1]
+    if "--write-spec" in argv:  # the command notes the file in the report it prints
+        entries = {**entries, "written": argv[-1]}
+        assert (tmp_path / "aligned.toml").is_file()
+    assert printed == json.loads(json.dumps(entries))

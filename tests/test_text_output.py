@@ -12,11 +12,10 @@ import pytest
 import sympy
 
 from gdln.cli import main
-from gdln.commands.derive import equation_style
+from gdln.commands.equations import equation_style, equation_text
 from gdln.derive.modes import vanishes
 from gdln.derive.spec import context_task, load_spec, parse_expression, to_toml
 from gdln.numeric.prediction import TaskPredictions
-from gdln.verify.derivation_report import equation_text
 
 from .helpers import ROOT, XOR_SPEC
 
@@ -162,7 +161,7 @@ def test_derive_pretty_prints_equations_on_a_terminal(capsys, monkeypatch):
     assert equation_style(argparse.Namespace(plain=False)) == "ascii"
     monkeypatch.undo()
     assert equation_style(argparse.Namespace(plain=False)) == "plain"  # captured: not a terminal
-    monkeypatch.setattr("gdln.commands.derive.equation_style", lambda args: "pretty")
+    monkeypatch.setattr("gdln.commands.equations.equation_style", lambda args: "pretty")
     assert main(["derive", str(XOR_SPEC), "--network", "xor"]) == 0
     text = capsys.readouterr().out
     system = TaskPredictions(load_spec(XOR_SPEC)).derivation("xor").reduced_system

@@ -1,25 +1,25 @@
 """The report behind ``gdln derive``: effective datasets, modes, reduced system, closed forms,
-loss, speed and crossovers of one network, as a JSON-ready dictionary.
+loss, speed and crossovers of one network (`DeriveReport`). It holds data only: the command
+prints its equations for a terminal (``gdln.commands.equations``).
 """
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping
-from pathlib import Path
 
 import sympy
 
 from gdln.derive import cache
 from gdln.derive.algebraic import as_text
 from gdln.derive.crossover import Crossover
-from gdln.derive.derivation import TIME, NetworkDerivation
+from gdln.derive.derivation import NetworkDerivation
 from gdln.derive.errors import DerivationError
 from gdln.derive.spec import Task
 from gdln.numeric.prediction import (
     TaskPredictions,
 )
 
+from .display import DeriveReport
 from .entries import gate_description, number_at, value_entry
 
 
@@ -40,11 +40,10 @@ def _class_entries(derivation, p: int, values: Mapping) -> list[dict]:
     return out
 
 
-def system_report(system, values: Mapping, summary: bool = False, equations: str | None = None) -> dict:
+def system_report(system, values: Mapping, summary: bool = False) -> dict:
     """The reduced system (:class:`derive.derivation.ReducedSystem`) as JSON. ``summary``: the
     ODEs and closed forms only for shared trajectories (``gdln derive`` prints no others), the
-    couplings by position, no loss. ``equations``: also their text in that style
-    (:func:`equation_text`), as ``display``."""
+    couplings by position, no loss."""
     closed = system.closed_forms
     written = not summary or system.kind == "groups"
     variables = []
@@ -62,12 +61,6 @@ def system_report(system, values: Mapping, summary: bool = False, equations: str
         if written:
             variable["ode"] = as_text(system.odes[i])
             variable["closed_form"] = None if closed is None else as_text(closed[i])
-        if written and equations is not None:
-            function = sympy.Function(x.name)(TIME)
-            variable["display"] = {
-                "ode": equation_text(sympy.Derivative(function, TIME), system.rates[i], equations),
-                "closed_form": None if closed is None else equation_text(function, closed[i], equations),
-            }
         variables.append(variable)
     report = {
         "kind": system.kind,
@@ -81,42 +74,6 @@ def system_report(system, values: Mapping, summary: bool = False, equations: str
     if not summary:
         report["loss"] = as_text(system.loss)
     return report
-
-
-#: the styles of :func:`equation_text`
-
-
-EQUATION_STYLES = ("plain", "pretty", "ascii")
-
-
-def equation_text(lhs: sympy.Expr, rhs: sympy.Expr, style: str) -> str:
-    """``lhs = rhs`` for a terminal: ``"plain"`` one line of SymPy's text (a derivative written
-    ``dx/dt``), ``"pretty"`` SymPy's pretty printer in unicode, ``"ascii"`` the same in ASCII
-    (several lines). Algebraic numbers with no radical form appear as their value with its kind
-    (:func:`root_names`), never as their ``CRootOf`` polynomial."""
-    names = root_names(rhs)
-    rhs = rhs.xreplace({root: symbol for root, (symbol, _) in names.items()}) if names else rhs
-    if style == "plain":
-        if isinstance(lhs, sympy.Derivative):
-            (variable, _), *_ = lhs.variable_count
-            lhs_text = f"d{lhs.expr.func}/d{variable}"
-        else:
-            lhs_text = as_text(lhs)
-        text = f"{lhs_text} = {as_text(rhs)}"
-    else:
-        text = sympy.pretty(sympy.Eq(lhs, rhs, evaluate=False), use_unicode=style == "pretty", wrap_line=False)
-    legend = [f"{symbol} = {note}" for symbol, note in names.values()]
-    return text + ("\n  where " + "; ".join(legend) if legend else "")
-
-
-def root_names(expr: sympy.Expr) -> dict:
-    """Each ``CRootOf`` number of ``expr`` with a symbol ``r1, r2, ...`` that stands for it in
-    text, and what to say of it: its value, that it is algebraic, its degree."""
-    roots = sorted(sympy.sympify(expr).atoms(sympy.CRootOf), key=lambda r: float(r))
-    return {
-        root: (sympy.Symbol(f"r{k + 1}"), f"{float(root):.10g} (algebraic of degree {root.poly.degree()})")
-        for k, root in enumerate(roots)
-    }
 
 
 #: how a named coupling (``derive.algebraic.CouplingNumber``) is defined, in the terms of ``mode_vectors``
@@ -210,22 +167,39 @@ def crossover_entries(found: list[Crossover], values: Mapping) -> list[dict]:
     ]
 
 
+def loss_expression(derivation: NetworkDerivation) -> sympy.Expr:
+    """The loss as the report writes it: over time ``L(t)`` where the closed forms give it, else
+    in the strengths ``L(a)``."""
+    return derivation.loss if derivation.loss is not None else derivation.loss_in_strengths
+
+
 def derive_report(
     task: Task,
     network: str,
     overrides: Mapping[str, float] | None = None,
     models: TaskPredictions | None = None,
     summary: bool = False,
-    equations: str | None = None,
-) -> dict:
+) -> DeriveReport:
     """The derivation of one network: effective datasets, modes and their classes, the reduced
     system (group variables where the group reduction is exact, modes otherwise), assumptions,
     loss, speed and crossovers with the task's other networks.
 
-    ``summary``: what ``gdln derive`` prints by default, the same keys without the long texts
-    (matrices, each mode's ODE and closed form, couplings' expressions, loss, vectors; see
-    :func:`derive_summary`). ``equations`` (one of :data:`EQUATION_STYLES`): the text of the
-    equations printed, under ``display`` (not part of the JSON)."""
+    Args:
+        task: the task and its candidate networks.
+        network: the name of the network to derive (a ``[[network]]`` of the spec).
+        overrides: parameter values that replace the spec's (name -> value).
+        models: the task's derivations and compiled predictions, to reuse across calls.
+        summary: what ``gdln derive`` prints by default: the same keys without the long texts
+            (matrices, each mode's ODE and closed form, couplings' expressions, loss, vectors;
+            see `derive_summary`).
+
+    Returns:
+        The derivation (`DeriveReport`; ``to_json()`` is ``gdln derive --json``).
+
+    Raises:
+        SpecError: for a network the spec does not have.
+        DerivationError: where the network cannot be derived exactly.
+    """
     models = models or TaskPredictions(task)
     values = task.values(overrides)
     derivation = models.derivation(task.network(network).name)
@@ -254,38 +228,28 @@ def derive_report(
                 "odes": [as_text(r) for r in rates],
                 "closed_form": None if closed_forms is None else [as_text(c) for c in closed_forms],
             }
-            if equations is not None:
-                strengths = [sympy.Function(a.name)(TIME) for a in pathway_derivation.strengths]
-                entry["display"] = {
-                    "odes": [equation_text(sympy.Derivative(a, TIME), r, equations) for a, r in zip(strengths, rates)],
-                    "closed_form": None
-                    if closed_forms is None
-                    else [equation_text(a, c, equations) for a, c in zip(strengths, closed_forms)],
-                }
         pathways.append(entry)
         position += count
     crossing, not_derived = crossovers_with_others(models, derivation.network.name, values)
-    found = crossover_entries(crossing, values)
     named = coupling_number_entries(derivation, values, summary)
     loss = {"closed_form": derivation.loss is not None, "initial": value_entry(derivation.initial_loss, values)}
     if not summary:
-        expr = derivation.loss if derivation.loss is not None else derivation.loss_in_strengths
-        loss = {"expr": as_text(expr), **loss}
-        if equations is not None:
-            loss["display"] = equation_text(sympy.Function("L")(TIME), expr, equations)
-    return {
-        "network": derivation.network.name,
-        "parameters": {s.name: v for s, v in values.items()},
-        "pathways": pathways,
-        "system": system_report(derivation.reduced_system, values, summary, equations),
-        "assumptions": derivation.assumptions,
-        **({"coupling_numbers": named} if named else {}),
-        "loss": loss,
-        "speed": value_entry(derivation.speed, values),
-        "crossovers": found,
-        # only where another network could not be derived: no crossover with it is reported
-        **({"crossovers_not_derived": not_derived} if not_derived else {}),
-    }
+        loss = {"expr": as_text(loss_expression(derivation)), **loss}
+    return DeriveReport.from_json(
+        {
+            "network": derivation.network.name,
+            "parameters": {s.name: v for s, v in values.items()},
+            "pathways": pathways,
+            "system": system_report(derivation.reduced_system, values, summary),
+            "assumptions": derivation.assumptions,
+            "loss": loss,
+            "speed": value_entry(derivation.speed, values),
+            "crossovers": crossover_entries(crossing, values),
+            **({"coupling_numbers": named} if named else {}),
+            # only where another network could not be derived: no crossover with it is reported
+            **({"crossovers_not_derived": not_derived} if not_derived else {}),
+        }
+    )
 
 
 def derive_summary(
@@ -293,13 +257,22 @@ def derive_summary(
     network: str,
     overrides: Mapping[str, float] | None = None,
     models: TaskPredictions | None = None,
-    equations: str = "plain",
-) -> dict:
-    """:func:`derive_report` with ``summary``, kept in the derivation cache (``summary-*.json``
-    beside the derivation, :func:`derive.cache.document`): a warm ``gdln derive`` reads it
-    instead of printing the derivation's expressions again. It is keyed by the derivation and
-    depends on the parameter values, the task's other networks (crossovers), the equations'
-    style, SymPy's version and this module's source."""
+) -> DeriveReport:
+    """`derive_report` with ``summary``, kept in the derivation cache (``summary-*.json`` beside
+    the derivation, ``derive.cache.document``): a warm ``gdln derive`` reads it instead of
+    deriving and writing the derivation's expressions again.
+
+    Args:
+        task: the task and its candidate networks.
+        network: the name of the network to derive.
+        overrides: parameter values that replace the spec's (name -> value).
+        models: the task's derivations and compiled predictions, to reuse across calls.
+
+    Returns:
+        The summary (`DeriveReport`). The cached document is keyed by the derivation and
+        depends on the parameter values, the task's other networks (crossovers), SymPy's
+        version and this module's source.
+    """
     models = models or TaskPredictions(task)
     chosen = task.network(network)
     values = task.values(overrides)
@@ -307,20 +280,18 @@ def derive_summary(
         [
             _SOURCE_DIGEST,
             sympy.__version__,
-            equations,
             repr(sorted((s.name, float(v).hex()) for s, v in values.items())),
             *(cache.derivation_key(task, other) for other in task.networks if other.name != chosen.name),
         ]
     )
-    return cache.document(
+    entries = cache.document(
         cache.derivation_key(task, chosen),
         "summary",
         depends,
-        lambda: derive_report(task, chosen.name, overrides, models, summary=True, equations=equations),
+        lambda: derive_report(task, chosen.name, overrides, models, summary=True).to_json(),
     )
+    return DeriveReport.from_json(entries)
 
 
-#: a digest of this module: reports made by other code are not read back (:func:`derive_summary`)
-
-
-_SOURCE_DIGEST = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
+#: a digest of this module: reports made by other code are not read back (`derive_summary`)
+_SOURCE_DIGEST = cache.source_digest(__file__)

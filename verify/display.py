@@ -11,9 +11,12 @@ when reports were dictionaries reads them.
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, Self
+
+from gdln.derive.words import plural
 
 #: a field's metadata for a key the JSON has only where it applies; ``None`` leaves it out
 OPTIONAL = {"optional": True}
@@ -127,16 +130,37 @@ class RaceReport(Report):
         head = f"**winner: {_cell(self.winner)}**" + (f" at {values}" if values else "")
         lines = [head, "", markdown_table(self.networks, columns)]
         for crossover in self.crossovers:
-            first, second = crossover["networks"]
-            exact = "" if "CRootOf" in crossover["expr"] else f" = `{crossover['expr']}`"
-            lines += [
-                "",
-                f"crossover {first} / {second}: {crossover['parameter']}* = {_cell(crossover['value'])}{exact} "
-                f"({crossover['faster_below']} faster below, {crossover['faster_above']} above)",
-            ]
+            lines += ["", crossover_line(crossover)]
         if self.predicted_validity is not None:
             lines += ["", f"predicted validity: {predicted_validity_text(self.predicted_validity)}"]
         return "\n".join(lines)
+
+
+def crossover_line(crossover: dict) -> str:
+    """A crossover entry in words: the parameter's value (and its exact form where it has a
+    radical one) and which network is faster on each side."""
+    first, second = crossover["networks"]
+    return (
+        f"crossover {first} / {second}: {crossover['parameter']}* = {exact_cell(crossover)} "
+        f"({crossover['faster_below']} faster below, {crossover['faster_above']} above)"
+    )
+
+
+def exact_cell(entry: dict) -> str:
+    """An exact value (``{"expr", "value"}``) for a table: its value, and its expression where it
+    is written with radicals (an algebraic number with no radical form is given by value alone)."""
+    if "algebraic" in entry or "CRootOf" in entry["expr"] or is_number(entry["expr"]):
+        return _cell(entry["value"])
+    return f"{_cell(entry['value'])} = `{entry['expr']}`"
+
+
+def is_number(text: str) -> bool:
+    """Whether ``text`` reads as a number (an exact value written as one needs no expression)."""
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 @dataclass(frozen=True)
@@ -516,3 +540,456 @@ def _assumptions_cell(assumptions: dict | None) -> str:
         *(["learning rate > 2/curvature"] if not assumptions["stable_learning_rate"] else []),
     ]
     return "fail: " + ", ".join(failing)
+
+
+@dataclass(frozen=True)
+class DeriveReport(Report):
+    """`derive_report`'s result: the exact derivation of one network.
+
+    Attributes:
+        network: the network derived.
+        parameters: the spec's parameters at the values used (name -> value).
+        pathways: one entry per pathway: ``name``, ``active`` (its datapoints), ``gate`` (in
+            words), ``shape`` (of its ``Sigma_yx``), ``rank``, ``depth`` and ``classes`` (its
+            singular classes: ``s``, ``multiplicity``, ``d``, ``kind``, ``degree``); outside the
+            summary also ``sigma_yx``, ``sigma_x``, ``singular_values``, ``input_variances``,
+            ``odes`` and ``closed_form`` (``None`` without closed forms).
+        system: the reduced system: ``kind`` (``groups`` where the group reduction is exact,
+            else ``modes``), ``equation``, ``variables`` (``name``, ``label``, ``multiplicity``,
+            ``depth``, ``s``, ``d``; ``ode`` and ``closed_form`` where written), ``coupling`` (the
+            non-zero entries of ``C``: ``row``, ``column``, and ``expr``/``value`` outside the
+            summary) and, outside the summary, ``loss``.
+        assumptions: the theory's assumptions and where they fail: ``mutually_diagonalisable``,
+            ``pathways_interact``, ``closed_form``, ``failures``, ``symmetric_groups`` and more.
+        loss: ``closed_form`` (whether the loss has one), ``initial`` (the loss at zero
+            weights) and, outside the summary, ``expr`` (``L(t)``, else ``L(a)``).
+        speed: the largest singular value, ``{"expr", "value"}``.
+        crossovers: with each other network of the task, in every parameter: ``networks``,
+            ``parameter``, ``expr``, ``value``, ``faster_below``, ``faster_above`` (and
+            ``numeric``, ``note``, ``bracket`` where solved numerically).
+        coupling_numbers: where couplings are named exact numbers: their ``definition``,
+            ``couplings`` and, outside the summary, ``mode_vectors``; else ``None``.
+        crossovers_not_derived: the task's other networks that cannot be derived, each
+            ``{"network", "reason"}`` (no crossover with them is reported); else ``None``.
+    """
+
+    network: str
+    parameters: dict[str, float]
+    pathways: list[dict[str, Any]]
+    system: dict[str, Any]
+    assumptions: dict[str, Any]
+    loss: dict[str, Any]
+    speed: dict[str, Any]
+    crossovers: list[dict[str, Any]]
+    coupling_numbers: dict[str, Any] | None = optional()
+    crossovers_not_derived: list[dict[str, str]] | None = optional()
+
+    def _repr_markdown_(self) -> str:
+        rows = [
+            {
+                "name": pathway["name"],
+                "gate": pathway["gate"],
+                "shape": "x".join(map(str, pathway["shape"])),
+                "rank": pathway["rank"],
+                "depth": pathway["depth"],
+                "classes": "; ".join(f"{exact_cell(c['s'])} ({c['multiplicity']})" for c in pathway["classes"]),
+            }
+            for pathway in self.pathways
+        ]
+        columns = [
+            ("name", "pathway"),
+            ("gate", "on"),
+            ("shape", "Sigma_yx"),
+            ("rank", "rank"),
+            ("depth", "depth"),
+            ("classes", "singular values s (modes sharing each)"),
+        ]
+        system = self.system
+        reduction = (
+            f"{plural(len(system['variables']), 'shared trajectory', 'shared trajectories')} (exact group reduction)"
+            if system["kind"] == "groups"
+            else f"one strength per mode ({len(system['variables'])} modes)"
+        )
+        closed = "yes" if self.assumptions.get("closed_form") else "no"
+        head = (
+            f"**network {self.network}**: speed s = {exact_cell(self.speed)}; reduced system: {reduction}; "
+            f"closed form: {closed}; initial loss {exact_cell(self.loss['initial'])}"
+        )
+        lines = [head, "", markdown_table(rows, columns)]
+        failures = self.assumptions.get("failures", [])
+        if failures:
+            more = [f"- ... and {len(failures) - 3} more"] if len(failures) > 3 else []
+            lines += ["", "the assumptions fail:", *(f"- {failure}" for failure in failures[:3]), *more]
+        for crossover in self.crossovers:
+            lines += ["", crossover_line(crossover)]
+        for other in self.crossovers_not_derived or []:
+            lines += ["", f"no crossover with {other['network']}: it cannot be derived ({other['reason']})"]
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class SharedDeriveReport(Report):
+    """`shared_derive_report`'s result: the shared-edge reduction (Eq. 6) of one graph network
+    whose paths share edges.
+
+    Attributes:
+        network: the network derived.
+        parameters: the spec's parameters at the values used (name -> value).
+        paths: the number of the graph's paths.
+        paths_with_data: how many of them carry data.
+        modes: the number of modes, one strength per edge each.
+        shared_edges: the names of the edges that several paths share.
+        assumptions: whether the reduction holds (``holds``) and where it fails (``failures``).
+        singular_values: where it holds, per path with data: ``path``, ``exprs`` (exact) and
+            ``values`` (at the parameter values; ``None`` where one has none); else empty.
+        odes: where it holds, ``tau db/dt = ...`` for each edge and mode; else empty.
+        loss: where it holds, the loss in the edges' strengths; else ``None``.
+    """
+
+    network: str
+    parameters: dict[str, float]
+    paths: int
+    paths_with_data: int
+    modes: int
+    shared_edges: list[str]
+    assumptions: dict[str, Any]
+    singular_values: list[dict[str, Any]]
+    odes: list[str]
+    loss: str | None = optional()
+
+    def _repr_markdown_(self) -> str:
+        holds = self.assumptions["holds"]
+        said = "holds" if holds else "fails: " + "; ".join(self.assumptions["failures"][:1])
+        head = (
+            f"**network {self.network}**: {self.paths} paths ({self.paths_with_data} with data), "
+            f"{self.modes} modes, {len(self.shared_edges)} shared edges; the shared-edge reduction {said}"
+        )
+        rows = [
+            {"path": p["path"], "s": ", ".join(f"{_cell(v)} = `{e}`" for e, v in zip(p["exprs"], p["values"]))}
+            for p in self.singular_values
+        ]
+        if not rows:
+            return head
+        table = markdown_table(rows, [("path", "path"), ("s", "singular values s")])
+        return f"{head}\n\n{table}\n\n{len(self.odes)} ODEs (Eq. 6), one per edge and mode"
+
+
+@dataclass(frozen=True)
+class GraphVerifyReport(Report):
+    """`graph_verify_report`'s result (``gdln verify`` on a task whose networks share edges):
+    the Eq. 6 race against gated graph networks trained from decoupled and from random weights.
+
+    Attributes:
+        parameters: the spec's parameters at the values used (name -> value).
+        epochs: the epochs trained (one gradient step each).
+        seeds: the random-weight seeds trained.
+        learning_rate: the training's step.
+        init_scale: the standard deviation of the random initial weights.
+        networks: per candidate: ``name``, ``theory`` (its ``t_90``/``t_half``), ``trained``
+            (the same per seed, from random weights), ``max_deviation_decoupled`` (from decoupled
+            weights, where the reduction is exact), ``max_deviation`` (per seed), ``final_loss``
+            (``theory`` and ``trained`` per seed), ``layer_singular_values`` (by the edges'
+            place: ``trained`` and ``theory``), and ``curves`` where asked for.
+        ranking: the candidates by the theory's ``t_90`` (``theory``) and by the trained
+            networks' mean (``trained``), fastest first.
+    """
+
+    parameters: dict[str, float]
+    epochs: int
+    seeds: int
+    learning_rate: float
+    init_scale: float
+    networks: list[dict[str, Any]]
+    ranking: dict[str, list[str]]
+
+    def _repr_markdown_(self) -> str:
+        rows = [
+            {
+                "name": n["name"],
+                "theory": n["theory"]["t_90"],
+                "trained": ", ".join(_cell(t) for t in n["trained"]["t_90"]),
+                "decoupled": n["max_deviation_decoupled"],
+                "random": max(n["max_deviation"]),
+            }
+            for n in self.networks
+        ]
+        columns = [
+            ("name", "network"),
+            ("theory", "t_90 theory (epochs)"),
+            ("trained", "t_90 trained, per seed"),
+            ("decoupled", "max deviation, decoupled weights"),
+            ("random", "max deviation, random weights (largest seed)"),
+        ]
+        ranking = self.ranking
+        head = f"**ranking: theory {', '.join(ranking['theory'])}; trained {', '.join(ranking['trained'])}**"
+        return head + "\n\n" + markdown_table(rows, columns)
+
+
+@dataclass(frozen=True)
+class ZeroShotReport(Report):
+    """`zero_shot_report`'s result (``gdln zero-shot``): the routing task's error on trained and
+    untrained routes, over the number of trained domains and over the init scale.
+
+    Attributes:
+        data: the items routed: ``hierarchy`` or ``digits``.
+        domains: the number of input (and output) domains M.
+        network: the candidate trained.
+        seeds: the seeds trained per point.
+        epochs: the epochs trained.
+        learning_rate: the training's step.
+        scale_trained_domains: the K of the init-scale sweep.
+        by_trained: per K: ``trained_domains``, ``fraction`` (K / M), ``trained`` and
+            ``untrained`` (per seed, the loss over a zero output's on those routes),
+            ``similarity`` (per seed, of one item's representations across input domains), and
+            ``curves`` where asked for.
+        by_init_scale: per init scale: ``init_scale`` and the same per-seed entries.
+    """
+
+    data: str
+    domains: int
+    network: str
+    seeds: int
+    epochs: int
+    learning_rate: float
+    scale_trained_domains: int
+    by_trained: list[dict[str, Any]]
+    by_init_scale: list[dict[str, Any]]
+
+    def _repr_markdown_(self) -> str:
+        def mean(values: list[float]) -> float | None:
+            finite = [v for v in values if math.isfinite(v)]
+            return sum(finite) / len(finite) if finite else None
+
+        def rows(entries: list[dict], key: str) -> list[dict]:
+            return [{key: e[key], "trained": mean(e["trained"]), "untrained": mean(e["untrained"])} for e in entries]
+
+        errors = [("trained", "trained routes (mean)"), ("untrained", "untrained routes (mean)")]
+        head = (
+            f"**{self.network} on the routing task ({self.data})**, M = {self.domains}, "
+            f"{plural(self.seeds, 'seed')}: loss over the loss of a zero output"
+        )
+        return "\n\n".join(
+            [
+                head,
+                markdown_table(rows(self.by_trained, "trained_domains"), [("trained_domains", "K"), *errors]),
+                markdown_table(
+                    rows(self.by_init_scale, "init_scale"),
+                    [("init_scale", f"init scale (K = {self.scale_trained_domains})"), *errors],
+                ),
+            ]
+        )
+
+
+@dataclass(frozen=True)
+class DepthReport(Report):
+    """`depth_report`'s result (paper Section 6): a ReLU network with two hidden layers against a
+    GDLN graph, both trained from random weights over the same seeds.
+
+    Attributes:
+        network: the GDLN compared.
+        seeds: the seeds trained.
+        epochs: the epochs trained.
+        hidden_units: the ReLU network's units per hidden layer.
+        init_scale: the standard deviation of the random initial weights.
+        initial_loss: the ReLU network's mean loss at epoch 0.
+        mean: per model (``relu``, ``gdln``), the loss per epoch, mean over seeds.
+        spread: per model, its standard deviation over seeds.
+        nearest_the_mean: per model, the seed whose curve is nearest the mean.
+        typical: per model, that seed's loss per epoch.
+        max_deviation_typical: the largest difference of the two typical curves, over the initial loss.
+        max_deviation_mean: the same for the means.
+        max_spread: per model, the largest spread over the initial loss.
+        first_layer_always_on: per seed, the fraction of first-layer units on at every datapoint.
+        second_layer_patterns: per seed, the distinct on-patterns of second-layer units that carry output.
+        second_layer_patterns_one_layer_cannot_make: per seed, how many of those one ReLU unit on
+            the inputs could not make (where depth breaks Lemma 4.1).
+    """
+
+    network: str
+    seeds: int
+    epochs: int
+    hidden_units: int
+    init_scale: float
+    initial_loss: float
+    mean: dict[str, list[float]]
+    spread: dict[str, list[float]]
+    nearest_the_mean: dict[str, int]
+    typical: dict[str, list[float]]
+    max_deviation_typical: float
+    max_deviation_mean: float
+    max_spread: dict[str, float]
+    first_layer_always_on: list[float]
+    second_layer_patterns: list[int]
+    second_layer_patterns_one_layer_cannot_make: list[int]
+
+    def _repr_markdown_(self) -> str:
+        rows: list[dict[str, Any]] = [
+            {"measure": "max deviation of the typical runs (of the initial loss)", "value": self.max_deviation_typical},
+            {"measure": "max deviation of the means", "value": self.max_deviation_mean},
+            *({"measure": f"max spread over seeds, {m}", "value": v} for m, v in self.max_spread.items()),
+            {"measure": "first-layer units on everywhere, per seed", "value": _list_cell(self.first_layer_always_on)},
+            {"measure": "second-layer patterns, per seed", "value": _list_cell(self.second_layer_patterns)},
+            {
+                "measure": "of them, not made by one ReLU unit on the inputs",
+                "value": _list_cell(self.second_layer_patterns_one_layer_cannot_make),
+            },
+        ]
+        head = (
+            f"**ReLU network with two hidden layers of {self.hidden_units} units against {self.network}** "
+            f"({plural(self.seeds, 'seed')}, {self.epochs} epochs)"
+        )
+        return head + "\n\n" + markdown_table(rows, [("measure", "measure"), ("value", "value")])
+
+
+def _list_cell(values: list) -> str:
+    return ", ".join(_cell(v) for v in values)
+
+
+@dataclass(frozen=True)
+class UnionReport(Report):
+    """`union_report`'s result (``gdln union``): every distinct pathway of the candidates in one
+    GDLN, trained together by the exact reduced flow, and which of them grow.
+
+    Attributes:
+        parameters: the spec's parameters at the values used (name -> value).
+        epochs: the horizon.
+        dynamics: the prediction followed (``reduced flow`` where pathways interact).
+        growth_rule: when a pathway counts as grown, in words.
+        final_loss: the loss at the horizon over the initial loss.
+        pathways: per pathway: ``name``, ``active``, ``seed`` (its initial strength), ``final``
+            (its map's largest singular value at the horizon), ``relative`` (to the strongest),
+            ``log10_growth`` (over its seed) and ``grows``.
+        grow: the names of the pathways that grow.
+        stay: the names of the others.
+    """
+
+    parameters: dict[str, float]
+    epochs: int
+    dynamics: str
+    growth_rule: str
+    final_loss: float
+    pathways: list[dict[str, Any]]
+    grow: list[str]
+    stay: list[str]
+
+    def _repr_markdown_(self) -> str:
+        columns = [
+            ("name", "pathway"),
+            ("grows", "grows"),
+            ("relative", "final strength / strongest"),
+            ("log10_growth", "log10 (final / seed)"),
+        ]
+        head = (
+            f"**union of every candidate pathway: {len(self.grow)} of {len(self.pathways)} grow** "
+            f"({self.dynamics}, {self.epochs} epochs; {self.growth_rule})"
+        )
+        return head + "\n\n" + markdown_table(self.pathways, columns)
+
+
+@dataclass(frozen=True)
+class AlignReport(Report):
+    """`align_report`'s result (``gdln align``): the ReLU network's alignment phase from its initial
+    weights, without training.
+
+    Attributes:
+        parameters: the spec's parameters at the values used (name -> value).
+        seeds: the seeds whose initial weights are aligned.
+        time: per seed, the epoch at which the phase ends.
+        ended: per seed, whether it ended within the epochs.
+        output_fraction: the output's share of the targets that ends the phase.
+        patterns: the settled gate patterns: ``active`` and ``units`` (per seed).
+        unmatched_units: per network (the spec's and the patterns' GDLN), the units per seed that
+            start none of its pathways.
+        network: the name of the patterns' GDLN (its ``[[network]]`` table is the TOML returned beside).
+        written: with ``--write-spec``, the spec file written with that network; else ``None``.
+    """
+
+    parameters: dict[str, float]
+    seeds: int
+    time: list[int]
+    ended: list[bool]
+    output_fraction: float
+    patterns: list[dict[str, Any]]
+    unmatched_units: dict[str, list[int]]
+    network: str
+    written: str | None = optional()
+
+    def _repr_markdown_(self) -> str:
+        rows = [{"active": p["active"], "units": _list_cell(p["units"])} for p in self.patterns]
+        head = (
+            f"**alignment phase: ends at epochs {_list_cell(self.time)}** "
+            f"(output at {_cell(self.output_fraction)} of the targets)"
+        )
+        table = markdown_table(rows, [("active", "on at datapoints"), ("units", "units per seed")])
+        return head + "\n\n" + table
+
+
+@dataclass(frozen=True)
+class FindGatesReport(Report):
+    """`find_gates_report`'s result (``gdln find-gates``, Appendix B): the gate patterns of trained
+    ReLU networks by k-means for each cluster count, and the elbow.
+
+    Attributes:
+        parameters: the spec's parameters at the values used (name -> value).
+        seeds: the trainings sampled.
+        epochs: the epochs trained.
+        snapshots: the epochs at which the gates were sampled.
+        rows: the gate rows sampled (one per unit and snapshot).
+        distinct_rows: how many of them differ.
+        silent_rows: the sampled rows off at every datapoint, left out of the clustering.
+        rounding: a centroid's entry at or above this is a datapoint of its rounded gate.
+        clusters: per cluster count: ``k``, ``patterns`` (``gates``, ``centroid``, ``units``,
+            ``realizable``), ``pathways``, ``mse`` (of the found GDLN's predicted loss against the
+            ReLU network's) and ``inertia``.
+        elbow: the cluster count chosen; ``None`` where kneedle finds no elbow.
+        elbow_rule: how it is chosen, in words.
+        error_model: how ``mse`` is predicted, in words.
+        notes: where no elbow is found, why; else ``None``.
+        network: the name of the elbow's network (its ``[[network]]`` table is the TOML returned
+            beside); ``None`` without an elbow.
+        written: with ``--write-spec``, the spec file written with that network; else ``None``.
+    """
+
+    parameters: dict[str, float]
+    seeds: int
+    epochs: int
+    snapshots: list[int]
+    rows: int
+    distinct_rows: int
+    silent_rows: int
+    rounding: float
+    clusters: list[dict[str, Any]]
+    elbow: int | None
+    elbow_rule: str
+    error_model: str
+    notes: list[str] | None = optional()
+    network: str | None = optional()
+    written: str | None = optional()
+
+    def _repr_markdown_(self) -> str:
+        columns = [("k", "k"), ("pathways", "pathways"), ("mse", "mse"), ("inertia", "inertia")]
+        head = f"**elbow: k = {_cell(self.elbow)}** ({self.elbow_rule})"
+        return head + "\n\n" + markdown_table(self.clusters, columns)
+
+
+@dataclass(frozen=True)
+class LemmaReport(Report):
+    """`enumerate_patterns`'s result (``gdln lemma``, Lemma 4.1): every gate pattern one ReLU unit
+    can make on a small dataset, classified.
+
+    Attributes:
+        datapoints: the number of datapoints.
+        realizable: how many non-empty patterns one ReLU unit can make.
+        by_group: how many of them fall in each group (``other``: in none).
+        patterns: each realizable pattern: ``pattern`` (its datapoints) and ``group``.
+    """
+
+    datapoints: int
+    realizable: int
+    by_group: dict[str, int]
+    patterns: list[dict[str, Any]]
+
+    def _repr_markdown_(self) -> str:
+        rows = [{"group": group, "count": count} for group, count in self.by_group.items()]
+        head = f"**{self.realizable} realizable patterns of {self.datapoints} datapoints**"
+        return head + "\n\n" + markdown_table(rows, [("group", "group"), ("count", "patterns")])

@@ -33,6 +33,7 @@ from gdln.numeric.gate_finding import ROUNDING, Clustering, cluster_rows, relu_g
 from gdln.numeric.prediction import GRADIENT_DESCENT, REDUCED_FLOW, Prediction, TaskPredictions
 
 from .checks import check_training_size, check_values
+from .display import FindGatesReport
 from .entries import epoch_grid, theory_stride
 from .following import network_toml, relu_alignment, relu_initial_weights
 from .progress import Stages
@@ -102,7 +103,7 @@ def find_gates_report(
     snapshots: int | None = None,
     *,
     epochs: int | None = None,
-) -> tuple[dict[str, Any], str]:
+) -> tuple[FindGatesReport, str]:
     """Algorithm 1 for every ``k`` in ``clusters``, the elbow, and the elbow's network as TOML;
     ``seeds`` and ``epochs`` default to the spec's."""
     check_values(task, overrides, derivations=False)
@@ -188,9 +189,9 @@ def find_gates_report(
     }
     if chosen is None:
         report["notes"] = ["kneedle found no elbow in the error curve; no network is chosen"]
-        return report, ""
+        return FindGatesReport.from_json(report), ""
     network = networks[chosen]
     report["network"] = network.name
     where = ", ".join(f"{s.name} = {v:g}" for s, v in values.items()) or "no parameters"
     comment = f"gates found by k-means with k = {chosen} ({where}; {training.seeds} seed{'' if training.seeds == 1 else 's'}), from gdln find-gates"
-    return report, network_toml(network, comment)
+    return FindGatesReport.from_json(report), network_toml(network, comment)

@@ -27,7 +27,7 @@ from gdln.numeric.prediction import (
 from gdln.numeric.training import initial_relu_weights
 
 from .checks import check_training_size, check_values
-from .display import VerifyReport
+from .display import AlignReport, VerifyReport
 from .entries import epoch_grid, parameter_vector, theory_stride
 from .progress import Stages
 from .representations import gate_census, hidden_layers, mds_comparison
@@ -158,7 +158,7 @@ def network_toml(network: Network, comment: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def align_report(task: Task, overrides=None, seeds: int | None = None) -> tuple[dict, str]:
+def align_report(task: Task, overrides=None, seeds: int | None = None) -> tuple[AlignReport, str]:
     """The alignment phase of the ReLU network from its initial weights (no training): the
     settled patterns and, per candidate, the units that match none of its pathways; and the
     patterns' GDLN as a ``[[network]]`` table."""
@@ -175,7 +175,7 @@ def align_report(task: Task, overrides=None, seeds: int | None = None) -> tuple[
     report["network"] = network.name
     where = ", ".join(f"{s.name} = {v:g}" for s, v in values.items()) or "no parameters"
     comment = f"settled gate patterns of the alignment phase ({where}; {training.seeds} seed{'' if training.seeds == 1 else 's'}), from gdln align"
-    return report, network_toml(network, comment)
+    return AlignReport.from_json(report), network_toml(network, comment)
 
 
 def check_prediction_models(task: Task, initial_conditions: str, time_model: str | None) -> str:

@@ -26,6 +26,7 @@ from gdln.numeric.graph_network import graph_forward, graph_layout, train_graph
 from gdln.numeric.shared_flow import SharedFlow
 
 from .checks import check_training_size
+from .display import DepthReport, GraphVerifyReport, RaceReport, SharedDeriveReport, ZeroShotReport
 from .progress import progress
 
 #: a crossing of 10% / 50% of the initial loss, read off per-epoch curves
@@ -47,8 +48,10 @@ def _flows(task: Task, values: Mapping) -> dict[str, SharedFlow]:
     return {n.name: SharedFlow(shared_reduction(task, n.name), values) for n in task.networks}
 
 
-def shared_race_report(task: Task, overrides: Mapping[str, float] | None = None) -> dict:
-    """Rank every candidate by the Eq. 6 race in discrete time (one gradient step per epoch)."""
+def shared_race_report(task: Task, overrides: Mapping[str, float] | None = None) -> RaceReport:
+    """Rank every candidate by the Eq. 6 race in discrete time (one gradient step per epoch): a
+    `RaceReport` whose networks give ``paths`` and ``modes`` instead of ``speed``, ``pathways``
+    and ``closed_form``, and no crossovers (a graph whose paths share edges has none)."""
     if not task.networks:
         raise SpecError(task.source, "network", "the race needs at least one [[network]]")
     values = task.values(overrides)
@@ -63,14 +66,16 @@ def shared_race_report(task: Task, overrides: Mapping[str, float] | None = None)
         entry["dynamics"] = "shared-edge reduction (Eq. 6), gradient descent"
         entries.append(entry)
     ranked = sorted(entries, key=lambda e: (e["t_90"] is None, e["t_90"] or 0, e["final_loss"]))
-    return {
-        "parameters": {s.name: v for s, v in values.items()},
-        "horizon": training.epochs,
-        "networks": entries,
-        "ranking": [e["name"] for e in ranked],
-        "winner": ranked[0]["name"],
-        "crossovers": [],
-    }
+    return RaceReport.from_json(
+        {
+            "parameters": {s.name: v for s, v in values.items()},
+            "horizon": training.epochs,
+            "networks": entries,
+            "ranking": [e["name"] for e in ranked],
+            "winner": ranked[0]["name"],
+            "crossovers": [],
+        }
+    )
 
 
 def _top_singular_values(matrix: np.ndarray, count: int) -> np.ndarray:
@@ -84,7 +89,7 @@ def graph_verify_report(
     epochs: int | None = None,
     *,
     curves: bool = False,
-) -> dict:
+) -> GraphVerifyReport:
     """Theory against gated graph networks trained from decoupled and from small random weights
     (with ``curves``, every loss curve per epoch too: theory, decoupled, random per seed)."""
     training = task.with_training(seeds=seeds, epochs=epochs).training
@@ -151,15 +156,20 @@ def graph_verify_report(
             float(np.mean(e["final_loss"]["trained"])),
         ),
     )
-    return {
-        "parameters": {s.name: v for s, v in values.items()},
-        "epochs": training.epochs,
-        "seeds": training.seeds,
-        "learning_rate": training.learning_rate,
-        "init_scale": training.init_scale,
-        "networks": entries,
-        "ranking": {"theory": [e["name"] for e in theory_ranking], "trained": [e["name"] for e in trained_ranking]},
-    }
+    return GraphVerifyReport.from_json(
+        {
+            "parameters": {s.name: v for s, v in values.items()},
+            "epochs": training.epochs,
+            "seeds": training.seeds,
+            "learning_rate": training.learning_rate,
+            "init_scale": training.init_scale,
+            "networks": entries,
+            "ranking": {
+                "theory": [e["name"] for e in theory_ranking],
+                "trained": [e["name"] for e in trained_ranking],
+            },
+        }
+    )
 
 
 def _layer_singular_values(flow: SharedFlow, finals: list[np.ndarray], theory_state: np.ndarray) -> dict[str, Any]:
@@ -197,9 +207,10 @@ def _value(expr, values: Mapping) -> float:
 
 def shared_derive_report(
     task: Task, network: str, overrides: Mapping[str, float] | None = None
-) -> tuple[dict, SharedReduction]:
-    """The shared-edge reduction of one network as JSON-ready text: assumptions, each path's
-    mode strengths (exact, and their values at the parameter values in use), and the Eq. 6 ODEs."""
+) -> tuple[SharedDeriveReport, SharedReduction]:
+    """The shared-edge reduction of one network as JSON-ready text (assumptions, each path's
+    mode strengths, exact and at the parameter values in use, and the Eq. 6 ODEs), and the
+    reduction itself (its LaTeX)."""
     values = task.values(overrides)
     reduction = shared_reduction(task, network)
     assumptions = reduction.assumptions
@@ -226,7 +237,7 @@ def shared_derive_report(
             for k in range(reduction.num_modes)
         ]
         report["loss"] = str(reduction.loss)
-    return report, reduction
+    return SharedDeriveReport.from_json(report), reduction
 
 
 ROUTE_LABELS = ("input_domain", "output_domain", "item")
@@ -339,7 +350,7 @@ def zero_shot_report(
     scale_trained: int | None = None,
     curves: bool = False,
     data: str = "hierarchy",
-) -> dict:
+) -> ZeroShotReport:
     """Error on trained and untrained routes of ``network`` trained from random weights (seeds
     0..seeds-1), over K = ``trained`` (default 1..M-1, at init scale 0.02: slides' Figure 5c) and
     over ``init_scales`` (at K = ``scale_trained``, default M // 2: Figure 6b). Errors are the
@@ -381,17 +392,19 @@ def zero_shot_report(
         {"init_scale": scale, **run(scale_trained, scale)}
         for scale in progress(init_scales, "zero-shot: init scale", label=lambda scale: f"{scale:g}")
     ]
-    return {
-        "data": data,
-        "domains": domains,
-        "network": network,
-        "seeds": seeds,
-        "epochs": epochs,
-        "learning_rate": learning_rate,
-        "scale_trained_domains": scale_trained,
-        "by_trained": by_k,
-        "by_init_scale": by_scale,
-    }
+    return ZeroShotReport.from_json(
+        {
+            "data": data,
+            "domains": domains,
+            "network": network,
+            "seeds": seeds,
+            "epochs": epochs,
+            "learning_rate": learning_rate,
+            "scale_trained_domains": scale_trained,
+            "by_trained": by_k,
+            "by_init_scale": by_scale,
+        }
+    )
 
 
 def _nearest_the_mean(curves: np.ndarray) -> int:
@@ -399,7 +412,7 @@ def _nearest_the_mean(curves: np.ndarray) -> int:
     return int(np.argmin(np.mean((curves - curves.mean(axis=0)) ** 2, axis=1)))
 
 
-def depth_report(task: Task, network: str, seeds: int | None = None, epochs: int | None = None) -> dict:
+def depth_report(task: Task, network: str, seeds: int | None = None, epochs: int | None = None) -> DepthReport:
     """Paper Section 6: a ReLU network with two hidden layers of ``training.hidden_units`` units
     against the GDLN ``network`` (a graph), both trained from random weights over seeds 0..seeds-1.
 
@@ -447,23 +460,25 @@ def depth_report(task: Task, network: str, seeds: int | None = None, epochs: int
         found.discard(())
         patterns.append(len(found))
         unrealizable.append(sum(1 for pattern in found if not realizable(x, pattern)[0]))
-    return {
-        "network": network,
-        "seeds": training.seeds,
-        "epochs": training.epochs,
-        "hidden_units": hidden,
-        "init_scale": training.init_scale,
-        "initial_loss": initial,
-        "mean": {name: c.mean(axis=0).tolist() for name, c in curves.items()},
-        "spread": {name: c.std(axis=0).tolist() for name, c in curves.items()},
-        "nearest_the_mean": nearest,
-        "typical": {name: c.tolist() for name, c in typical.items()},
-        "max_deviation_typical": float(np.max(np.abs(typical["relu"] - typical["gdln"])) / initial),
-        "max_deviation_mean": float(
-            np.max(np.abs(curves["relu"].mean(axis=0) - curves["gdln"].mean(axis=0))) / initial
-        ),
-        "max_spread": {name: float(c.std(axis=0).max() / initial) for name, c in curves.items()},
-        "first_layer_always_on": first_on,
-        "second_layer_patterns": patterns,
-        "second_layer_patterns_one_layer_cannot_make": unrealizable,
-    }
+    return DepthReport.from_json(
+        {
+            "network": network,
+            "seeds": training.seeds,
+            "epochs": training.epochs,
+            "hidden_units": hidden,
+            "init_scale": training.init_scale,
+            "initial_loss": initial,
+            "mean": {name: c.mean(axis=0).tolist() for name, c in curves.items()},
+            "spread": {name: c.std(axis=0).tolist() for name, c in curves.items()},
+            "nearest_the_mean": nearest,
+            "typical": {name: c.tolist() for name, c in typical.items()},
+            "max_deviation_typical": float(np.max(np.abs(typical["relu"] - typical["gdln"])) / initial),
+            "max_deviation_mean": float(
+                np.max(np.abs(curves["relu"].mean(axis=0) - curves["gdln"].mean(axis=0))) / initial
+            ),
+            "max_spread": {name: float(c.std(axis=0).max() / initial) for name, c in curves.items()},
+            "first_layer_always_on": first_on,
+            "second_layer_patterns": patterns,
+            "second_layer_patterns_one_layer_cannot_make": unrealizable,
+        }
+    )

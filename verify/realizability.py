@@ -12,6 +12,8 @@ from itertools import product
 import numpy as np
 from scipy.optimize import linprog
 
+from .display import LemmaReport
+
 MAX_LEMMA_DATAPOINTS = 16
 
 
@@ -59,7 +61,7 @@ def classify_pattern(pattern: frozenset, groups: dict[str, list[frozenset]]) -> 
     return "other"
 
 
-def enumerate_patterns(inputs, groups: dict[str, list[frozenset]] | None = None) -> dict:
+def enumerate_patterns(inputs, groups: dict[str, list[frozenset]] | None = None) -> LemmaReport:
     """Every non-empty gate pattern of a small dataset, each tested for realizability and
     classified by ``groups`` (e.g. functions of the context alone, single datapoints)."""
     inputs = np.asarray(inputs, dtype=float)
@@ -78,4 +80,6 @@ def enumerate_patterns(inputs, groups: dict[str, list[frozenset]] | None = None)
         group = classify_pattern(pattern, groups)
         counts[group] = counts.get(group, 0) + 1
         classified.append({"pattern": sorted(pattern), "group": group})
-    return {"datapoints": n, "realizable": len(realizable_patterns), "by_group": counts, "patterns": classified}
+    return LemmaReport.from_json(
+        {"datapoints": n, "realizable": len(realizable_patterns), "by_group": counts, "patterns": classified}
+    )

@@ -19,6 +19,8 @@ from gdln.numeric.initial_conditions import log_expected_initial_strength
 from gdln.numeric.prediction import Prediction
 from gdln.numeric.reduced_flow import loss_of_maps
 
+from .display import UnionReport
+
 #: a pathway "grows" when its final strength is at least this fraction of the strongest pathway's
 GROWTH_FRACTION = 0.05
 
@@ -34,7 +36,7 @@ def union_network(task: Task) -> Network:
     return Network(name="union", pathways=tuple(seen.values()))
 
 
-def union_report(task: Task, overrides: Mapping[str, float] | None = None, epochs: int | None = None) -> dict:
+def union_report(task: Task, overrides: Mapping[str, float] | None = None, epochs: int | None = None) -> UnionReport:
     """Train the union network by the exact reduced flow from every pathway's width and the init
     scale, and report each pathway's final strength (largest singular value of its map) over its
     seed ``a0``, and whether it grows (:data:`GROWTH_FRACTION` of the strongest)."""
@@ -67,13 +69,15 @@ def union_report(task: Task, overrides: Mapping[str, float] | None = None, epoch
             }
         )
     losses = np.asarray(loss_of_maps(prediction.flow, maps, vector))
-    return {
-        "parameters": {s.name: v for s, v in values.items()},
-        "epochs": training.epochs,
-        "dynamics": prediction.kind,
-        "growth_rule": f"final strength >= {GROWTH_FRACTION} x the strongest pathway's",
-        "final_loss": float(losses[-1] / losses[0]),
-        "pathways": pathways,
-        "grow": [p["name"] for p in pathways if p["grows"]],
-        "stay": [p["name"] for p in pathways if not p["grows"]],
-    }
+    return UnionReport.from_json(
+        {
+            "parameters": {s.name: v for s, v in values.items()},
+            "epochs": training.epochs,
+            "dynamics": prediction.kind,
+            "growth_rule": f"final strength >= {GROWTH_FRACTION} x the strongest pathway's",
+            "final_loss": float(losses[-1] / losses[0]),
+            "pathways": pathways,
+            "grow": [p["name"] for p in pathways if p["grows"]],
+            "stay": [p["name"] for p in pathways if not p["grows"]],
+        }
+    )

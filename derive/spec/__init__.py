@@ -25,7 +25,6 @@ _EXPORTS = {
     "parse_expression": ".expressions",
     "Graph": ".graph",
     "gate_at": ".graph",
-    "graph_entry": ".graph",
     "module_graph": ".graph",
     "DATA_MAGNITUDE": ".limits",
     "MAX_ACTIVATIONS": ".limits",
@@ -85,7 +84,6 @@ __all__ = [
     "digits_task",
     "evaluate",
     "gate_at",
-    "graph_entry",
     "hierarchy",
     "load_spec",
     "module_graph",
@@ -101,7 +99,7 @@ __all__ = [
 
 if TYPE_CHECKING:
     from .expressions import EvaluationError, evaluate, parse_expression
-    from .graph import Graph, gate_at, graph_entry, module_graph
+    from .graph import Graph, gate_at, module_graph
     from .limits import (
         DATA_MAGNITUDE,
         MAX_ACTIVATIONS,

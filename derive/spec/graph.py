@@ -451,24 +451,3 @@ def module_graph(pathways: tuple[Pathway, ...]) -> Graph:
         edges.extend(Edge(a, b, everywhere) for a, b in zip(chain, chain[1:]))
         paths.append(Path(tuple(range(first, len(edges))), tuple(chain), pathway.active))
     return Graph(nodes=tuple(nodes), edges=tuple(edges), paths=tuple(paths))
-
-
-def graph_entry(name: str, graph: Graph, num_datapoints: int) -> dict[str, Any]:
-    """The spec dictionary (``[[network]]`` with ``node`` and ``edge`` tables) of ``graph``;
-    gates are written as ``active`` lists, and left out where always on."""
-
-    def gated(table: dict[str, Any], active: tuple[int, ...]) -> dict[str, Any]:
-        if len(active) < num_datapoints:
-            table["active"] = list(active)
-        return table
-
-    nodes = []
-    for node in graph.nodes:
-        table: dict[str, Any] = {"name": node.name}
-        if node.role == "hidden":
-            table["size"] = node.size
-        else:
-            table["inputs" if node.role == "input" else "outputs"] = list(node.features)
-        nodes.append(gated(table, node.active))
-    edges = [gated({"source": e.source, "target": e.target}, e.active) for e in graph.edges]
-    return {"name": name, "node": nodes, "edge": edges}

@@ -22,7 +22,7 @@ def cmd_align(args):
     check_output(args.write_spec, "--write-spec", SPEC_SUFFIXES)  # before any work
     task = load(args)
     report, network_toml = align_report(task, seeds=args.seeds)
-    append_network(args, network_toml, report)
+    report = append_network(args, network_toml, report)
     emit(report, args.json, _render_align, fixed=task.fixed)
 
 

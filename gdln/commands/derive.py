@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-
 from gdln.derive.words import plural
 from gdln.verify.files import LATEX_SUFFIXES
 
@@ -11,18 +9,19 @@ from .arguments import load, with_spec
 from .output import ALGEBRAIC_NOTE, check_output, emit, has_algebraic, indented, value_text, write_output, yes_no
 
 
-def _render_derive_full(report):
+def _render_derive_full(report, pathway_equations: list[list[dict]], loss_equation: str):
+    """Everything: ``pathway_equations`` per pathway and mode, ``{"ode", "closed_form"}`` as text
+    (``equations.pathway_equations``); ``loss_equation`` the loss as text."""
     print(f"network {report['network']}")
-    for p in report["pathways"]:
+    for p, equations in zip(report["pathways"], pathway_equations):
         print(f"  pathway {p['name']} (active on {p['active']})")
         print(f"    Sigma_yx = {p['sigma_yx']}")
         print(f"    Sigma_x  = {p['sigma_x']}")
-        display = p.get("display") or {"odes": [f"da/dt = {r}" for r in p["odes"]], "closed_form": p["closed_form"]}
         for k, (s, d) in enumerate(zip(p["singular_values"], p["input_variances"])):
             print(f"    mode {k}: s = {value_text(s, 's')}, d = {value_text(d)}")
-            print(indented(display["odes"][k], "      "))
-            if display["closed_form"]:
-                print(indented(display["closed_form"][k], "      "))
+            print(indented(equations[k]["ode"], "      "))
+            if equations[k]["closed_form"]:
+                print(indented(equations[k]["closed_form"], "      "))
     system = report["system"]
     print(f"  reduced system ({system['kind']}): {system['equation']}")
     for c in system["coupling"]:
@@ -33,14 +32,14 @@ def _render_derive_full(report):
     )
     for failure in a["failures"]:
         print(f"    {failure}")
-    loss = report["loss"]
     print("  loss")
-    print(indented(loss.get("display") or f"L(t) = {loss['expr']}", "    "))
+    print(indented(loss_equation, "    "))
     print(f"  speed (largest singular value s) = {value_text(report['speed'], 's')}")
 
 
-def _render_derive(report):
-    """A summary that fits a screen or two; ``--full`` prints everything."""
+def _render_derive(report, variable_equations: list[dict]):
+    """A summary that fits a screen or two; ``--full`` prints everything. ``variable_equations``:
+    per shared trajectory, ``{"ode", "closed_form"}`` as text (``equations.summary_equations``)."""
     print(
         f"network {report['network']}: {plural(len(report['pathways']), 'pathway')}; each lists its singular "
         "values s, how many modes share each, and their input variance d"
@@ -64,15 +63,11 @@ def _render_derive(report):
             f"reduced system: {plural(len(variables), 'shared trajectory', 'shared trajectories')} "
             f"(exact group reduction), {system['equation']}"
         )
-        for v in variables:
+        for v, equations in zip(variables, variable_equations):
             print(f"  {v['name']}: {v['label']}; {plural(v['multiplicity'], 'mode')} follow it")
-            display = v.get("display") or {
-                "ode": v["ode"],
-                "closed_form": v["closed_form"] and f"{v['name']}(t) = {v['closed_form']}",
-            }
-            print(indented(display["ode"], "    "))
-            if display["closed_form"]:
-                print(indented(display["closed_form"], "    "))
+            print(indented(equations["ode"], "    "))
+            if equations["closed_form"]:
+                print(indented(equations["closed_form"], "    "))
     else:
         why = "; ".join(a["shared_basis_failures"] or a["failures"][:1]) or "no shared trajectories"
         print(f"reduced system: one strength per mode ({len(variables)} modes; group reduction not exact: {why})")
@@ -114,22 +109,12 @@ def _render_derive(report):
         print(ALGEBRAIC_NOTE)
 
 
-def equation_style(args) -> str:
-    """SymPy's pretty printer on a terminal (unicode where it can be written), else one line of
-    plain text, as with ``--plain``."""
-    if getattr(args, "plain", False) or not sys.stdout.isatty():
-        return "plain"
-    try:
-        "\u239b\u2500".encode(sys.stdout.encoding or "ascii")
-    except (UnicodeEncodeError, LookupError):
-        return "ascii"
-    return "pretty"
-
-
 def cmd_derive(args):
     from gdln.derive.latex import to_latex
     from gdln.numeric.prediction import TaskPredictions
     from gdln.verify.derivation_report import derive_report, derive_summary, network_crossovers
+
+    from . import equations
 
     latex_files = ((args.latex, "--latex", True), (args.latex_fragment, "--latex-fragment", False))
     for path, key, _ in latex_files:
@@ -140,10 +125,9 @@ def cmd_derive(args):
         return
     models = TaskPredictions(task)
     if args.json or args.full:
-        equations = None if args.json else equation_style(args)
-        report = derive_report(task, args.network, models=models, equations=equations)
+        report = derive_report(task, args.network, models=models)
     else:  # the summary, kept in the derivation cache
-        report = derive_summary(task, args.network, models=models, equations=equation_style(args))
+        report = derive_summary(task, args.network, models=models)
     if args.latex is not None or args.latex_fragment is not None:
         values = task.values()
         derivation = models.derivation(args.network)
@@ -153,7 +137,19 @@ def cmd_derive(args):
                 write_output(path, to_latex(models.staged(args.network), document=document), key, LATEX_SUFFIXES)
             elif path is not None:
                 write_output(path, to_latex(derivation, found, document=document), key, LATEX_SUFFIXES)
-    emit(report, args.json, _render_derive_full if args.full else _render_derive, fixed=task.fixed)
+
+    def render(entries):  # the equations' text is written only for the text output
+        style = equations.equation_style(args)
+        if args.full:
+            derivation = models.derivation(args.network)
+            _render_derive_full(
+                entries, equations.pathway_equations(derivation, style), equations.loss_equation(derivation, style)
+            )
+        else:  # the summary writes the equations of shared trajectories only
+            shared = entries["system"]["kind"] == "groups"
+            _render_derive(entries, equations.summary_equations(task, args.network, models, style) if shared else [])
+
+    emit(report, args.json, render, fixed=task.fixed)
 
 
 def _derive_shared(task, args):

@@ -36,7 +36,7 @@ def cmd_find_gates(args):
     report, network_toml = find_gates_report(
         task, clusters=counts, seeds=args.seeds, snapshots=args.snapshots, epochs=args.epochs
     )
-    append_network(args, network_toml, report)
+    report = append_network(args, network_toml, report)
     emit(report, args.json, _render_find_gates, fixed=task.fixed)
 
 

@@ -3,12 +3,13 @@ values, and output files written atomically."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from pathlib import Path
 
 from gdln.derive.errors import SpecError
-from gdln.verify.display import Report
+from gdln.verify.display import AlignReport, FindGatesReport, Report, is_number
 from gdln.verify.files import SPEC_SUFFIXES, check_writable, finite_json, write_atomic
 
 
@@ -22,7 +23,7 @@ def emit(report: Report | dict, as_json: bool, render, *, markdown: bool = False
     said = "fixed before deriving: " + ", ".join(f"{name} = {value}" for name, value in fixed_text.items())
     if markdown:
         table = getattr(report, "_repr_markdown_", None)
-        if table is None:  # the reports of shared-edge (graph) networks have no table form yet
+        if table is None:  # a command's own dictionary (not a typed report) has no table form
             raise SpecError("--markdown", "report", "this report has no Markdown form: use --json")
         if fixed_text:
             print(said + "\n")
@@ -48,14 +49,6 @@ def emit(report: Report | dict, as_json: bool, render, *, markdown: bool = False
 
 def number_text(value) -> str:
     return "never" if value is None else f"{value:.6g}"
-
-
-def is_number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
 
 
 def yes_no(flag) -> str:
@@ -127,9 +120,11 @@ def write_output(path: str, text: str, key: str, suffixes: tuple[str, ...] = ())
     write_atomic(path, text, key, suffixes)  # a temporary file, then os.replace: never a partial file
 
 
-def append_network(args, network_toml: str, report: dict) -> None:
-    """``--write-spec``: the spec's text with ``network_toml`` appended, noted in the report."""
-    if args.write_spec is not None and network_toml:
-        text = Path(args.spec).read_text(encoding="utf-8")
-        write_output(args.write_spec, text.rstrip("\n") + "\n\n" + network_toml, "--write-spec", SPEC_SUFFIXES)
-        report["written"] = args.write_spec
+def append_network(args, network_toml: str, report: AlignReport | FindGatesReport) -> AlignReport | FindGatesReport:
+    """``--write-spec``: the spec's text with ``network_toml`` appended; the report, noting the
+    file (``written``) where one was written."""
+    if args.write_spec is None or not network_toml:
+        return report
+    text = Path(args.spec).read_text(encoding="utf-8")
+    write_output(args.write_spec, text.rstrip("\n") + "\n\n" + network_toml, "--write-spec", SPEC_SUFFIXES)
+    return dataclasses.replace(report, written=args.write_spec)

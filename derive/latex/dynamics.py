@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import sympy
 
-from .. import formulas
+from .. import formulas, implicit
 from ..algebraic import CouplingNumber, as_text
 from ..modes import tidy
 from ..symbols import TAU, TIME
@@ -343,7 +343,10 @@ def loss(doc: Document, derivation, level: str) -> str:
             f"where $L_0 = \\tfrac12 \\operatorname{{tr}} \\langle y y^\\top \\rangle = {initial}$ is the loss at zero weights"
         )
     shown = []
-    if len(system.variables) <= MAX_WRITTEN_LOSS and not system.loss.has(sympy.CRootOf):
+    # a loss in algebraic or implicit roots is shown by its final value alone: its coefficients
+    # have no readable closed form, and expanding it as a polynomial over them takes minutes
+    written = not system.loss.has(sympy.CRootOf) and not implicit.has_roots(system.loss)
+    if len(system.variables) <= MAX_WRITTEN_LOSS and written:
         shown.append(f"L = {polynomial(system.loss, system.variables, names)}")
     if system.closed_forms is not None:
         fixed = {x: system.singular_values[i] / system.coupling[i, i] for i, x in enumerate(system.variables)}

@@ -136,6 +136,7 @@ def _plane(ax, report, names, colours, handles) -> None:
         ax.contour(x, y, aligned.T, levels=levels, colors="black", linewidths=1.6, linestyles="dashed")
         handles.append(Line2D([], [], color="black", lw=1.6, ls="--", label="alignment-seeded race boundary"))
     _assumptions_fail(ax, report, x, y, shape, handles)
+    _predicted_validity(ax, report, x, y, shape, handles)
     for crossover in report["crossovers"]:
         if crossover["parameter"] == x_axis["name"]:
             if "curve" in crossover:
@@ -195,6 +196,34 @@ def _assumptions_fail(ax, report, x, y, shape, handles) -> None:
     if any(a is not None and not a["stable_learning_rate"] for a in assumptions):
         reasons.append("learning rate > 2/curvature")
     handles.append(Patch(**ASSUMPTIONS_FAIL, label="theory's assumptions fail:\n" + "; ".join(reasons)))
+
+
+#: the boundary of the validity predicted without training (``points[i].predicted_validity``)
+PREDICTED_LINE: dict[str, Any] = {"colors": "#aa3377", "linewidths": 1.4, "linestyles": "dashdot", "zorder": 3}
+
+
+def _predicted_validity(ax, report, x, y, shape, handles) -> None:
+    """The boundary of the validity the theory predicts for itself, before any training, where it
+    changes over the plane; the key says which side is which."""
+    predicted = [p.get("predicted_validity") for p in report["points"]]
+    if any(p is None for p in predicted):
+        return
+    within = np.array([p["within_validity"] for p in predicted], dtype=float).reshape(shape)
+    if within.min() == within.max():
+        where = "within" if within.min() else "outside"
+        handles.append(Patch(color="none", label=f"predicted without training: {where} validity everywhere"))
+        return
+    ax.contour(x, y, within.T, levels=[0.5], **PREDICTED_LINE)
+    handles.append(
+        Line2D(
+            [],
+            [],
+            color=PREDICTED_LINE["colors"],
+            lw=PREDICTED_LINE["linewidths"],
+            ls=PREDICTED_LINE["linestyles"],
+            label="edge of the validity predicted without training",
+        )
+    )
 
 
 #: the validity contour: where the interpolated deviation of the trained points passes the limit

@@ -10,9 +10,15 @@ from typing import Any
 import numpy as np
 
 from gdln.derive.spec import Task
+from gdln.numeric.alignment import Alignment
+from gdln.numeric.gate_hold import GateHold, gate_hold
 
 from .checks import data_curvature, descent_is_stable
-from .rules import within_validity
+from .rules import GATE_MOTION, VALIDITY, predicted_validity, within_validity
+
+#: runs of the frozen-gate continuation per batch (:func:`points_predicted_validity`): its memory
+#: is about this many copies of one run's weights, whatever the grid
+VALIDITY_BATCH = 768
 
 
 def stable_descent(
@@ -45,6 +51,77 @@ def point_assumptions(phase_epochs: np.ndarray, stable: bool, aligned_available:
         "small_init": small_init,
         "stable_learning_rate": bool(stable),
         "hold": small_init is not False and bool(stable),
+    }
+
+
+def points_predicted_validity(
+    phase: Alignment, inputs: np.ndarray, targets: np.ndarray, learning_rates: np.ndarray, horizon: int, seeds: int
+) -> list[dict[str, Any]]:
+    """The theory's own verdict (:func:`verify.rules.predicted_validity`) at every point of an
+    alignment-seeded race: ``phase`` holds its runs point by point, seed by seed, with their
+    data ``inputs``, ``targets`` and steps ``learning_rates`` (one per run); each run's settled
+    units continue with frozen gates from the phase's end, :data:`VALIDITY_BATCH` runs at a time."""
+    runs = len(phase.epochs)
+    starts = np.asarray(phase.epochs, dtype=np.int64)
+    initial = np.asarray(phase.losses)[:, 0]
+    pieces = []
+    for first in range(0, runs, VALIDITY_BATCH):
+        rows = slice(first, min(runs, first + VALIDITY_BATCH))
+        pieces.append(
+            gate_hold(
+                inputs[rows],
+                targets[rows],
+                phase.w1[rows],
+                phase.w2[rows],
+                phase.gates[rows],
+                learning_rates[rows],
+                horizon - starts[rows],
+                initial[rows],
+                level=GATE_MOTION,
+                margin=VALIDITY,
+            )
+        )
+    hold = GateHold(
+        *(np.concatenate([getattr(p, f) for p in pieces]) for f in ("epochs", "losses", "floors", "reasons"))
+    )
+    found = []
+    for point in range(runs // seeds):
+        rows = slice(point * seeds, (point + 1) * seeds)
+        part = GateHold(hold.epochs[rows], hold.losses[rows], hold.floors[rows], hold.reasons[rows])
+        found.append(predicted_validity(part, starts[rows], initial[rows]))
+    return found
+
+
+def predicted_agreement(points: list[dict]) -> dict[str, Any] | None:
+    """How often the predicted validity (``points[i].predicted_validity``) is the measured one
+    (the followed candidate's deviation against :data:`verify.rules.VALIDITY`) at the checked
+    points, and where it is not; ``None`` where no checked point has both."""
+    both = [
+        i
+        for i, p in enumerate(points)
+        if p.get("predicted_validity") is not None
+        and p["checked"] is not None
+        and within_validity(p["checked"]["max_deviation"]) is not None
+    ]
+    if not both:
+        return None
+
+    def measured(i: int) -> bool | None:
+        return within_validity(points[i]["checked"]["max_deviation"])
+
+    disagree = [i for i in both if points[i]["predicted_validity"]["within_validity"] != measured(i)]
+    return {
+        "checked": len(both),
+        "agree": len(both) - len(disagree),
+        "disagree_points": [
+            {
+                "index": i,
+                "values": points[i]["values"],
+                "predicted_within": points[i]["predicted_validity"]["within_validity"],
+                "measured_within": measured(i),
+            }
+            for i in disagree
+        ],
     }
 
 

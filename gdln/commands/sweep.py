@@ -58,6 +58,13 @@ def _render_sweep(report):
             else crossover["expr"]
         )
         print(f"  derived crossover of {first} and {second}: {crossover['parameter']}* = {value}")
+    predicted = [p["predicted_validity"] for p in points if p.get("predicted_validity") is not None]
+    if predicted:
+        within = sum(p["within_validity"] for p in predicted)
+        print(
+            f"  predicted without training (the theory's frozen gates, gdln verify's verdict): within "
+            f"{report['validity']:.0%} at {within} of {len(predicted)} points"
+        )
     agreement = report["agreement"]
     if agreement["checked"]:
         checked = agreement["checked"]
@@ -71,6 +78,12 @@ def _render_sweep(report):
             if p["checked"]
         )
         print(f"  the followed network stays within {report['validity']:.0%} of the initial loss at {holds} of them")
+        predicted = agreement.get("predicted_validity")
+        if predicted is not None:
+            print(
+                f"  the validity predicted without training is the measured one at {predicted['agree']} of "
+                f"{predicted['checked']}"
+            )
         subsets = {
             "within_assumptions": "where the theory's assumptions hold",
             "decided": "where the seeds decide which candidate is followed (its lead at least"

@@ -69,15 +69,19 @@ def sweep_figure(report: dict) -> Figure:
     checked = agreement["checked"]
     title = "Which network learns first, predicted without training"
     if checked:
+        # only races that ran are named: where the alignment-seeded race named no winner anywhere
+        # (none ran), its agreement count says nothing
+        ran = any(p.get("aligned_winner") is not None for p in report["points"])
         title += (
             f"\n{checked} trained points follow the alignment-seeded winner at {agreement['aligned_agree']},"
             f" the width-seeded at {agreement['agree']}"
+            if ran
+            else f"\n{checked} trained points follow the width-seeded winner at {agreement['agree']}"
         )
         within = agreement.get("within_assumptions")
         if within and within["checked"] < checked:
-            title += (
-                f";\nthe {within['checked']} where the theory's assumptions hold, at"
-                f" {within['aligned_agree']} and {within['agree']}"
+            title += f";\nthe {within['checked']} where the theory's assumptions hold, at " + (
+                f"{within['aligned_agree']} and {within['agree']}" if ran else f"{within['agree']}"
             )
     ax.set_title(title, fontsize=10)
     fig.legend(handles=handles, loc="outside lower center", ncols=2, fontsize=8, frameon=False)
@@ -168,8 +172,10 @@ def _assumptions_fail(ax, report, x, y, shape, handles) -> None:
     if any(a is not None and a["small_init"] is False for a in assumptions):
         fraction = report["assumptions"]["output_fraction"]
         reasons.append(f"initial output ≥ {fraction:.0%} of the targets")
-    if any(a is not None and not a["stable_learning_rate"] for a in assumptions):
+    if any(a is not None and a["stable_learning_rate"] is False for a in assumptions):
         reasons.append("learning rate > 2/curvature")
+    if any(a is not None and a["stable_learning_rate"] is None for a in assumptions):
+        reasons.append("learning rate not judged")
     handles.append(Patch(**ASSUMPTIONS_FAIL, label="theory's assumptions fail:\n" + "; ".join(reasons)))
 
 

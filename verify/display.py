@@ -327,8 +327,7 @@ class SweepReport(Report):
     Attributes:
         spec: the spec's file (or source).
         axes: ``name``, ``values`` and ``log`` of each axis, the last varying fastest.
-        seeds: how each race seeds its pathways: ``width`` and ``aligned`` (``None`` where the
-            alignment-seeded race does not apply), in words.
+        seeds: how each race seeds its pathways: ``width`` and ``aligned``, in words.
         validity: the largest deviation of the initial loss at which a prediction holds.
         assumptions: the theory's assumptions checked at each point, in words, and ``output_fraction``.
         points: one per grid point: ``values``, ``winner``, ``margin``, ``aligned_winner``,
@@ -485,6 +484,7 @@ def _assumptions_cell(assumptions: dict | None) -> str:
         return "hold"
     failing = [
         *(["no alignment phase"] if assumptions["small_init"] is False else []),
-        *(["learning rate > 2/curvature"] if not assumptions["stable_learning_rate"] else []),
+        *(["learning rate > 2/curvature"] if assumptions["stable_learning_rate"] is False else []),
+        *(["learning rate not judged"] if assumptions["stable_learning_rate"] is None else []),
     ]
     return "fail: " + ", ".join(failing)

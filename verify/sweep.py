@@ -48,10 +48,9 @@ from gdln.numeric.sweep import (
     SWEEP_RTOL,
     BatchedRace,
     align_points,
+    aligned_descent,
     aligned_descent_chunks,
-    aligned_mode_seeds_batch,
     closed_form_race,
-    mode_vectors,
     ode_race_points,
 )
 from gdln.numeric.training import initial_relu_weights, train_relu_points
@@ -282,22 +281,15 @@ def width_race(
     return found
 
 
-def _alignment_seeded(models: TaskPredictions) -> bool:
-    """Whether the alignment-seeded race can run: every candidate a set of balanced depth-2
-    modes, so that its seeds are read off the settled units mode by mode."""
-    return all(models.prediction(n.name).uses_mode_recursion for n in models.task.networks)
-
-
 def aligned_race(
     models: TaskPredictions, grid: SweepGrid, rows: np.ndarray, data, hints: dict[str, np.ndarray] | None = None
 ) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """Every candidate's predicted ``t_half`` from the alignment phase of the spec's ReLU seeds,
-    at the points ``rows``, and the epoch at which each seed's phase ends there ``(rows, seeds)``.
-    Only where :func:`_alignment_seeded` holds: a candidate that is not a set of balanced depth-2
-    modes follows weight chains from the phase, which are not batched here."""
+    at the points ``rows``, and the epoch at which each seed's phase ends there ``(rows, seeds)``:
+    each candidate followed from the settled units by gradient descent at the point's learning
+    rate, as ``gdln verify`` follows it (:func:`numeric.sweep.aligned_descent`: balanced modes,
+    or each pathway's weight chain where pathways interact or run deeper)."""
     task, training = models.task, models.task.training
-    if not _alignment_seeded(models):
-        raise ValueError("the alignment-seeded race needs every candidate a set of balanced depth-2 modes")
     predictions = {n.name: models.prediction(n.name) for n in task.networks}
     seeds, hidden = training.seeds, int(grid.hidden_units[rows[0]])
     w1, w2 = (np.asarray(w) for w in initial_relu_weights(hidden, task.num_inputs, task.num_outputs, 1.0, range(seeds)))
@@ -336,22 +328,18 @@ def aligned_race(
     rates = np.repeat(grid.learning_rate[rows], seeds)
     values = np.repeat(grid.values[rows], seeds, axis=0)
     ts = np.arange(training.epochs // stride + 1) * stride
+    run_inputs, run_targets = (np.repeat(x[rows], seeds, axis=0) for x in data)
     found = {}
     for name, prediction in predictions.items():
-        compiled = prediction.compiled
-        modes = mode_vectors(compiled, values)
-        p0, q0 = aligned_mode_seeds_batch(compiled.derivation.network, modes, phase)
+        step, start = aligned_descent(prediction, phase, rates, values, run_inputs, run_targets)
         # only each mean curve's fall to half is wanted: the descent stops there, points with an
         # early width-seeded t_half first (a hint of their order, nothing more)
         hint = None if hints is None else np.repeat(hints[name], seeds)
         half = np.full(len(rows), np.nan)
         for runs, curves in aligned_descent_chunks(
-            compiled,
-            p0,
-            q0,
+            step,
+            start,
             phase,
-            rates,
-            values,
             training.epochs,
             stop_fraction=0.5,
             groups=np.repeat(np.arange(len(rows)), seeds),
@@ -453,8 +441,7 @@ def sweep_report(
     phase_epochs = np.full((grid.size, task.training.seeds), -1)
     groups: dict[int, TaskPredictions] = {}
     widths = [w for w in np.unique(grid.hidden_units) if np.any((grid.hidden_units == w) & ok)]
-    aligned_available = _alignment_seeded(base)
-    step = Stages("sweep", (1 + aligned_available) * len(widths) + bool(check))
+    step = Stages("sweep", 2 * len(widths) + bool(check))
     for width in widths:
         rows = np.flatnonzero((grid.hidden_units == width) & ok)
         at = f" ({width} hidden units)" if len(widths) > 1 else ""
@@ -464,8 +451,6 @@ def sweep_report(
         for k, name in enumerate(names):
             t_half[rows, k], t_90[rows, k] = races[name].crossings[:, 0], races[name].crossings[:, 1]
             final[rows, k] = races[name].final_loss
-        if not aligned_available:
-            continue
         step(f"alignment-seeded race at {plural(len(rows), 'point')}{at}")
         aligned_start = time.perf_counter()
         hints = {name: races[name].crossings[:, 0] for name in names}
@@ -500,9 +485,7 @@ def sweep_report(
                 "aligned_winner": aligned_winner,
                 "aligned_margin": aligned_margin,
                 "networks": entries,
-                "assumptions": point_assumptions(phase_epochs[index], stable[index], aligned_available)
-                if ok[index]
-                else None,
+                "assumptions": point_assumptions(phase_epochs[index], stable[index]) if ok[index] else None,
                 "checked": None,
             }
         )
@@ -510,9 +493,8 @@ def sweep_report(
     training_seconds, per_run = 0.0, None
     aligned_labels = _winner_labels(points, names, "aligned_winner")
     if check:
-        labels = aligned_labels if aligned_available else _winner_labels(points, names, "winner")
         hold = np.array([bool(p["assumptions"] and p["assumptions"]["hold"]) for p in points])
-        chosen = check_points(labels, grid.shape, check, ok, claimed=hold)
+        chosen = check_points(aligned_labels, grid.shape, check, ok, claimed=hold)
         step(f"training at {plural(len(chosen), 'checked point')}")
         training_seconds, per_run = _check(groups, task, grid, chosen, points, inputs, targets)
 
@@ -524,15 +506,15 @@ def sweep_report(
             "axes": [{"name": a.name, "values": list(a.values), "log": a.log} for a in axes],
             "seeds": {
                 "width": "each pathway from its width: a0 = units init_scale^2 / 2 (gdln race)",
-                "aligned": f"the alignment phase of {task.training.seeds} ReLU seeds from their initial weights (gdln verify)"
-                if aligned_available
-                else None,
+                "aligned": f"the alignment phase of {task.training.seeds} ReLU seeds from their initial weights (gdln verify)",
             },
             "validity": VALIDITY,
             "assumptions": {
                 "small_init": "the alignment phase runs at every seed: the initial output is below"
                 f" {OUTPUT_FRACTION:g} of the targets (THEORY section 9: at large init the network is lazy)",
-                "stable_learning_rate": "learning_rate <= 2/curvature, the theory's largest curvature (verify's warning)",
+                "stable_learning_rate": "learning_rate <= 2/curvature, the theory's largest curvature (verify's warning;"
+                " null where the curvature is not finite)",
+                "hold": "both known to hold: an assumption that is unknown (null) does not hold",
                 "output_fraction": OUTPUT_FRACTION,
             },
             "points": points,

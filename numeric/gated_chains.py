@@ -54,42 +54,64 @@ class GatedChains:
         """``(W1, W2)`` stacked ``(P, width, in)`` and ``(P, out, width)``: each map factored
         balanced, ``W_p = U S V^T``, ``W1 = S^(1/2) V^T``, ``W2 = U S^(1/2)``, embedded in the
         full input and output space. (The SVD is of given weight maps, not of the data.)"""
+        w1, w2 = self.starts([np.asarray(m, dtype=np.float64)[None] for m in maps])
+        return jnp.asarray(w1[0]), jnp.asarray(w2[0])
+
+    def starts(self, maps: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`start` of many runs at once: ``maps`` one ``(runs, |out_p|, |in_p|)`` array per
+        pathway; returns ``(runs, P, width, in)`` and ``(runs, P, out, width)`` on the host (numpy
+        runs the SVD of a stack matrix by matrix, as it runs one)."""
         num_inputs, num_outputs = self.inputs.shape[1], self.targets.shape[1]
-        w1 = np.zeros((len(maps), self.width, num_inputs))
-        w2 = np.zeros((len(maps), num_outputs, self.width))
+        runs = len(maps[0]) if len(maps) else 0
+        w1 = np.zeros((runs, len(maps), self.width, num_inputs))
+        w2 = np.zeros((runs, len(maps), num_outputs, self.width))
         for p, (pathway, m) in enumerate(zip(self.network.pathways, maps)):
             u, s, vt = np.linalg.svd(np.asarray(m, dtype=np.float64), full_matrices=False)
-            k = min(len(s), self.width)
-            root = np.sqrt(s[:k])
-            w1[p][np.ix_(range(k), pathway.inputs)] = root[:, None] * vt[:k]
-            w2[p][np.ix_(pathway.outputs, range(k))] = u[:, :k] * root[None, :]
-        return jnp.asarray(w1), jnp.asarray(w2)
+            k = min(s.shape[-1], self.width)
+            root = np.sqrt(s[:, :k])
+            first, last = w1[:, p], w2[:, p]  # views: one advanced index each keeps the axes in place
+            first[:, :k, list(pathway.inputs)] = root[:, :, None] * vt[:, :k]
+            last[:, list(pathway.outputs), :k] = u[:, :, :k] * root[:, None, :]
+        return w1, w2
 
-    def _residual(self, w1, w2):
-        hidden = jnp.einsum("pwi,ni->pnw", w1, self.inputs)
+    def _residual(self, w1, w2, inputs, targets):
+        hidden = jnp.einsum("pwi,ni->pnw", w1, inputs)
         output = jnp.einsum("pn,pow,pnw->no", self.gates, w2, hidden)
-        return self.targets - output
+        return targets - output
 
     def loss(self, w1, w2):
-        return 0.5 * jnp.mean(jnp.sum(self._residual(w1, w2) ** 2, axis=1))
+        return self.loss_on(w1, w2, self.inputs, self.targets)
+
+    def loss_on(self, w1, w2, inputs, targets):
+        """The loss of chains ``(W1, W2)`` on data ``inputs``, ``targets`` (this network's gates)."""
+        return 0.5 * jnp.mean(jnp.sum(self._residual(w1, w2, inputs, targets) ** 2, axis=1))
 
     def _rates(self, w1, w2):
+        return self._rates_on(w1, w2, self.inputs, self.targets)
+
+    def _rates_on(self, w1, w2, inputs, targets):
         """``(W2^T G, G W1^T)`` per pathway: minus the gradients, times ``N`` folded in ``G``."""
-        residual = self._residual(w1, w2)
-        g = jnp.einsum("pn,no,ni->poi", self.gates, residual, self.inputs) / self.inputs.shape[0]
+        residual = self._residual(w1, w2, inputs, targets)
+        g = jnp.einsum("pn,no,ni->poi", self.gates, residual, inputs) / inputs.shape[0]
         g = g * self.output_masks[:, :, None] * self.input_masks[:, None, :]
         return jnp.einsum("pow,poi->pwi", w2, g), jnp.einsum("poi,pwi->pow", g, w1)
+
+    def descent_step(self, state, operands):
+        """One step of gradient descent: ``state = (W1, W2)``, ``operands = (learning_rate,
+        inputs, targets)``; returns the new state and the loss before the step. The data are an
+        operand, not this object's own, so one compiled step serves every point of a sweep
+        (:func:`numeric.sweep.aligned_descent_chunks`)."""
+        w1, w2 = state
+        learning_rate, inputs, targets = operands
+        d1, d2 = self._rates_on(w1, w2, inputs, targets)
+        return (w1 + learning_rate * d1, w2 + learning_rate * d2), self.loss_on(w1, w2, inputs, targets)
 
     @cached_property
     def _descend(self):
         @partial(jax.jit, static_argnames=("steps",))
         def run(w1, w2, learning_rate, steps):
-            def step(state, _):
-                w1, w2 = state
-                d1, d2 = self._rates(w1, w2)
-                return (w1 + learning_rate * d1, w2 + learning_rate * d2), self.loss(w1, w2)
-
-            return jax.lax.scan(step, (w1, w2), None, length=steps)[1]
+            operands = (learning_rate, self.inputs, self.targets)
+            return jax.lax.scan(lambda state, _: self.descent_step(state, operands), (w1, w2), None, length=steps)[1]
 
         return run
 

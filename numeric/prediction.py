@@ -253,6 +253,15 @@ class Prediction:
         return np.asarray(losses)[offsets.astype(int)]
 
     @cached_property
+    def gated_chains(self) -> GatedChains:
+        """The network's depth-2 chains with their gates, for steps that take the data as an
+        operand (:meth:`numeric.gated_chains.GatedChains.descent_step`): one object, so one
+        compiled descent, for every point of a sweep. Its own data are zeros of the task's shape."""
+        task = self.derivation.task
+        shape = (task.num_datapoints, task.num_inputs), (task.num_datapoints, task.num_outputs)
+        return GatedChains(self.derivation.network, *(np.zeros(s) for s in shape))
+
+    @cached_property
     def _dataset(self) -> NumericDataset:
         return NumericDataset(self.derivation.task)
 
@@ -271,15 +280,8 @@ class Prediction:
                 return np.asarray(losses)[offsets.astype(int)]
             return chains.flow_losses(w1, w2, learning_rate, offsets)
         flow = self.flow
-        basis = flow._basis(values)
-        modes = [(p, basis[p][1][:, k], basis[p][3][k]) for p in range(len(basis)) for k in range(len(basis[p][0]))]
-        p0, _ = aligned_mode_seeds(network, modes, alignment, seed)
-        logs, position = [], 0
-        for p in range(len(basis)):
-            width = len(basis[p][0])
-            logs.append(_log(p0[position : position + width] / 4))
-            position += width
-        y0 = jnp.asarray(flow._flat(flow._chains_at(logs, values)))
+        p0, _ = aligned_mode_seeds(network, flow.unit_modes(values), alignment, seed)
+        y0 = jnp.asarray(flow.state_from_strengths(p0 / 4, values))
         args = flow.ode_args(1.0 / learning_rate, values)
         if time == GRADIENT_DESCENT:
             losses = flow.structure.descent_losses(

@@ -139,15 +139,17 @@ class FlowStructure:
         written = self.written(self.maps(self.unravel(y)))
         return power / 2 - jnp.sum(written * sigma_yx_written) + jnp.sum(written * (written @ sigma_x_blocks)) / 2
 
-    def _descent_losses(self, y0, args, power, steps: int):
-        """Loss before each of ``steps`` gradient-descent steps ``y <- y + f(0, y, args)`` (the
-        learning rate is ``1/tau``, inside ``f``)."""
+    def descent_step(self, y, operands):
+        """One gradient-descent step ``y <- y + f(0, y, args)`` (the learning rate is ``1/tau``,
+        inside ``f``), ``operands = (args, power)`` (:meth:`ReducedFlow.ode_args` and the
+        ``tr<yy^T>`` of :meth:`ReducedFlow.operands`); returns the new state and the loss before it."""
+        args, power = operands
         _, written, blocks = args
+        return y + self.ode(0.0, y, args), self.loss_of_state(y, written, blocks, power)
 
-        def step(y, _):
-            return y + self.ode(0.0, y, args), self.loss_of_state(y, written, blocks, power)
-
-        return jax.lax.scan(step, y0, None, length=steps)[1]
+    def _descent_losses(self, y0, args, power, steps: int):
+        """Loss before each of ``steps`` gradient-descent steps (:meth:`descent_step`)."""
+        return jax.lax.scan(lambda y, _: self.descent_step(y, (args, power)), y0, None, length=steps)[1]
 
     def _make_ode(self):
         unravel, columns, outputs, every = self.unravel, self.columns, self.outputs, self._every
@@ -477,6 +479,22 @@ class ReducedFlow:
                     time = tau / ((depth - 2) * s) * np.exp(power) * -np.expm1(goal - power)
             times.append(np.where(mask > 0, time, np.inf))
         return times
+
+    def unit_modes(self, values) -> list[tuple[int, np.ndarray, np.ndarray]]:
+        """``(pathway index, u, v)`` of every hidden unit of every chain at ``values``, in the
+        order of the flattened state: each pathway's derived modes, padded with zero modes to its
+        chain's width (:meth:`state_from_strengths` takes one strength per entry)."""
+        basis = self._basis(values)
+        return [(p, basis[p][1][:, k], basis[p][3][k]) for p in range(len(basis)) for k in range(len(basis[p][0]))]
+
+    def state_from_strengths(self, strengths, values) -> np.ndarray:
+        """The flattened balanced chains (host numbers) whose units, in :meth:`unit_modes`' order,
+        have strengths ``strengths`` (``a``; 0 gives a unit at zero)."""
+        strengths = np.asarray(strengths, dtype=np.float64)
+        with np.errstate(divide="ignore"):
+            logs = np.log(strengths)
+        bounds = np.cumsum([0, *self.widths])
+        return self._flat(self._chains_at([logs[bounds[p] : bounds[p + 1]] for p in range(len(self.widths))], values))
 
     def _chains_at(self, logs, values):
         """Balanced chains with per-unit layer factors ``exp(log a / D)`` on each pathway's modes."""

@@ -13,17 +13,19 @@ is asked once for the whole batch (leading axis: grid points, or grid points tim
   :func:`numeric.race.ode_race` solves them, to the sweep's own tolerance (:data:`SWEEP_RTOL`).
 - :func:`align_points`: the alignment phase (:mod:`numeric.alignment`) of every point's ReLU
   runs from their initial weights, no training.
-- :func:`aligned_mode_seeds_batch` and :func:`aligned_descent_chunks`: each candidate from the
-  settled units, followed by gradient descent at the training step, exactly as
+- :func:`aligned_descent` and :func:`aligned_descent_chunks`: each candidate from the settled
+  units (balanced modes, or each pathway's weight chain where pathways interact or run
+  deeper), followed by gradient descent at the training step, exactly as
   :meth:`numeric.prediction.Prediction.aligned_loss_curve` does for one point.
 - :func:`numeric.training.train_relu_points` trains the checked points (elsewhere).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import partial
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -34,7 +36,7 @@ from gdln.derive.spec import Network
 from . import sharding
 from .alignment import OUTPUT_FRACTION, Alignment, run_phase
 from .batched_race import ode_races
-from .prediction import balanced_descent_step
+from .prediction import Prediction, balanced_descent_step
 from .race import CompiledNetwork, logistic_factors, strength_from_factors
 from .reduced_flow import ReducedFlow
 from .types import ArrayLike, Float
@@ -239,54 +241,61 @@ def _part(array: np.ndarray, axis: int, indices) -> np.ndarray:
     return np.take(array, indices, axis=axis)
 
 
-@partial(jax.jit, static_argnames=("loss_of_strengths", "samples", "stride"))
-def _descent_from_starts(
-    loss_of_strengths, p0, q0, starts, learning_rates, values, stop_levels, samples: int, stride: int
-):
-    """Per run, balanced-mode gradient descent on an absolute clock: the modes stand still until
-    epoch ``starts`` and step once an epoch from there; the loss before epochs ``0, stride, ...``
-    (``samples`` of them). The runs step together, a block of ``stride`` epochs at a time, and stop
-    once every run has reached its ``stop_levels`` after its start; later samples are NaN."""
+@partial(jax.jit, static_argnames=("step", "samples", "stride"))
+def _descent_from_starts(step, state, starts, operands, stop_levels, first, samples: int, stride: int):
+    """Per run, gradient descent on an absolute clock: ``step(state, operands) -> (state, loss
+    before the step)`` of one run (``state`` and ``operands`` pytrees, leading axis the runs); a
+    run stands still until epoch ``starts`` and steps once an epoch from there; the loss before
+    epochs ``0, stride, ...`` (``samples`` of them). The runs step together, a block of ``stride``
+    epochs at a time from sample ``first`` (at or before every start: the blocks before it would
+    hold every run still), and stop once every run has reached its ``stop_levels`` after its
+    start; samples before ``first`` and after the stop are NaN."""
 
-    def run_block(p0, q0, start, learning_rate, values, first):
-        step = balanced_descent_step(lambda a: loss_of_strengths(a, values), learning_rate)
-
+    def run_block(state, start, operands, first):
         def tick(state, epoch):
-            moved, loss = step(state, None)
+            moved, loss = step(state, operands)
             waiting = epoch < start
             return jax.tree_util.tree_map(lambda old, new: jnp.where(waiting, old, new), state, moved), loss
 
-        (p, q), losses = jax.lax.scan(tick, (p0, q0), first + jnp.arange(stride))
-        return p, q, losses[0]
+        state, losses = jax.lax.scan(tick, state, first + jnp.arange(stride))
+        return state, losses[0]
 
-    blocks = jax.vmap(run_block, in_axes=(0, 0, 0, 0, 0, None))
+    blocks = jax.vmap(run_block, in_axes=(0, 0, 0, None))
+    runs = starts.shape[0]
 
     def going(carry):
-        j, _, _, _, done = carry
+        j, _, _, done = carry
         return (j < samples) & ~jnp.all(done)
 
     def advance(carry):
-        j, p, q, losses, done = carry
-        p, q, loss = blocks(p, q, starts, learning_rates, values, j * stride)
+        j, state, losses, done = carry
+        state, loss = blocks(state, starts, operands, j * stride)
         done = done | ((j * stride >= starts) & (loss <= stop_levels))
-        return j + 1, p, q, losses.at[:, j].set(loss), done
+        return j + 1, state, losses.at[:, j].set(loss), done
 
-    losses = jnp.full((p0.shape[0], samples), jnp.nan)
-    return jax.lax.while_loop(going, advance, (0, p0, q0, losses, jnp.zeros(p0.shape[0], dtype=bool)))[3]
+    losses = jnp.full((runs, samples), jnp.nan)
+    return jax.lax.while_loop(going, advance, (first, state, losses, jnp.zeros(runs, dtype=bool)))[2]
 
 
 #: runs per compiled call of the descent: small enough that runs which reach their stop level
 #: early do not wait for the slowest of the whole grid, large enough to fill the vector units
 DESCENT_CHUNK = 768
+#: at most this many floats of descent state per compiled call (fewer runs than
+#: :data:`DESCENT_CHUNK` where a run's state is large): a run of Section 4's chains holds 3000
+#: to 5500 floats, and a step of ``common+all`` cost about the same per run in batches of 1 to
+#: 18 runs and more above (measured on 2 busy cores: 42-55 us a run-step up to 18 runs, 65 us
+#: at 48, 90 us at 96), so small chunks cost nothing per step and let each point stop at its
+#: own crossing instead of the slowest one's (Section 4 at 6 init scales: 5.0 s against 10.6 s)
+DESCENT_STATE = 16_384
+
+#: ``start(runs) -> (state, operands)`` of the runs ``runs``, leading axis the runs
+Start = Callable[[np.ndarray], tuple[Any, Any]]
 
 
 def aligned_descent_chunks(
-    compiled: CompiledNetwork,
-    p0,
-    q0,
+    step: Callable,
+    start: Start,
     phase: Alignment,
-    learning_rates,
-    values,
     epochs: int,
     *,
     stop_fraction: float | None = None,
@@ -294,11 +303,14 @@ def aligned_descent_chunks(
     order_hint: np.ndarray | None = None,
 ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """Per run, the loss at epochs ``0, stride, ...`` (``<= epochs``): the phase's own loss until
-    it ends, then gradient descent on the balanced modes from ``(P, Q)``, its clock started at
-    the phase's end (:meth:`numeric.prediction.Prediction.aligned_loss_curve`). Yields
-    ``(runs, curves)`` a chunk of runs at a time, ``curves`` of shape ``(len(runs), samples)``:
-    whole groups (``groups``, a label per run, for instance the seeds of one point whose curves
-    are averaged) in each chunk, each group's runs together and in their order. A caller that
+    it ends, then gradient descent by ``step`` (one run's step, ``step(state, operands) ->
+    (state, loss before)``, hashable: one compilation per step) from ``start(runs)``, its clock
+    started at the phase's end (:meth:`numeric.prediction.Prediction.aligned_loss_curve`;
+    :func:`aligned_descent` gives ``step`` and ``start`` of a candidate). Yields ``(runs,
+    curves)`` a chunk of runs at a time, ``curves`` of shape ``(len(runs), samples)``: whole
+    groups (``groups``, a label per run, for instance the seeds of one point whose curves are
+    averaged) in each chunk, each group's runs together and in their order. A chunk's starts are
+    built when it runs, so no more than a few chunks' states are held at once; a caller that
     wants less than every curve (a crossing of each group's mean) reduces each chunk as it comes
     and never holds every run's curve (12288 curves of 1001 samples on the XoR grid).
 
@@ -310,8 +322,7 @@ def aligned_descent_chunks(
     stride = phase.stride
     samples = epochs // stride + 1
     ts = np.arange(samples) * stride
-    loss = _loss_function(compiled)
-    runs = p0.shape[0]
+    runs = len(phase.epochs)
     # only the samples before the latest end of a phase need the phase's own loss
     phase_samples = min(samples, int(np.max(phase.epochs, initial=0)) // stride + 1)
     index = np.clip(np.arange(phase_samples), 0, phase.losses.shape[1] - 1)
@@ -323,14 +334,22 @@ def aligned_descent_chunks(
         # a run whose phase already fell to the fraction needs no descent to find its crossing
         crossed_in_phase = np.any(before_start & (early <= levels[:, None]), axis=1)
         stop_levels = np.where(crossed_in_phase, np.inf, levels)
-    chunks = _chunks_by_hint(runs, groups, order_hint)
+    state_size = sum(np.size(leaf) for leaf in jax.tree_util.tree_leaves(start(np.zeros(1, dtype=int))[0]))
+    size = int(np.clip(DESCENT_STATE // max(state_size, 1), 1, DESCENT_CHUNK))
+    chunks = _chunks_by_hint(runs, groups, order_hint, size)
     width = max(len(c) for c in chunks)
 
     def descend(chunk):
         padded = np.resize(chunk, width)  # one shape for every chunk: one compilation
+        state, operands = start(padded)
+        on_device = partial(jax.tree_util.tree_map, lambda x: jnp.asarray(x, jnp.float64))
         part = _descent_from_starts(
-            loss,
-            *(jnp.asarray(x[padded], jnp.float64) for x in (p0, q0, phase.epochs, learning_rates, values, stop_levels)),
+            step,
+            on_device(state),
+            jnp.asarray(phase.epochs[padded], jnp.float64),
+            on_device(operands),
+            jnp.asarray(stop_levels[padded], jnp.float64),
+            jnp.asarray(np.min(phase.epochs[padded]) // stride, jnp.int32),
             samples,
             stride,
         )
@@ -342,8 +361,89 @@ def aligned_descent_chunks(
     yield from sharding.on_cores(descend, chunks, first_alone=True)
 
 
-def _chunks_by_hint(runs: int, groups: np.ndarray | None, order_hint: np.ndarray | None) -> list[np.ndarray]:
-    """Runs in chunks of about :data:`DESCENT_CHUNK`, whole groups each, groups by their hint."""
+def aligned_descent(
+    prediction: Prediction, phase: Alignment, learning_rates, values, inputs, targets
+) -> tuple[Callable, Start]:
+    """``(step, start)`` of :func:`aligned_descent_chunks` for one candidate at every run of
+    ``phase`` (each run's learning rate, parameter ``values`` and data ``inputs``, ``targets``,
+    leading axis the runs), as :meth:`numeric.prediction.Prediction.aligned_loss_curve` follows
+    it for one seed, with gradient descent at the training step:
+
+    - balanced depth-2 modes: each mode's exact one-step recursion in ``(P, Q)`` from the
+      settled units (:func:`aligned_mode_seeds_batch`);
+    - depth-2 chains (interacting pathways, :class:`numeric.gated_chains.GatedChains`): each
+      pathway's chain started balanced from the map of its units (:func:`aligned_maps_batch`),
+      one descent step an epoch, the data an operand of the step;
+    - deeper chains (:class:`numeric.reduced_flow.ReducedFlow`): each unit of a chain from its
+      mode's ``P / 4``, one step of the reduced system an epoch."""
+    network = prediction.derivation.network
+    learning_rates = np.asarray(learning_rates, np.float64)
+    values = np.asarray(values, np.float64)
+    if prediction.uses_mode_recursion:
+        compiled = prediction.compiled
+        p0, q0 = aligned_mode_seeds_batch(network, mode_vectors(compiled, values), phase)
+        return _mode_step(compiled), lambda runs: ((p0[runs], q0[runs]), (learning_rates[runs], values[runs]))
+    if all(p.depth == 2 for p in network.pathways):
+        chains = prediction.gated_chains
+
+        def chain_start(runs):
+            state = chains.starts(aligned_maps_batch(network, phase.take(runs)))
+            return state, (learning_rates[runs], inputs[runs], targets[runs])
+
+        return chains.descent_step, chain_start
+    flow = prediction.flow
+    # the units' modes at each run's values (a point's seeds share them: one basis a point)
+    rows, where = np.unique(values, axis=0, return_inverse=True)
+    where = where.ravel()
+    per_row = [flow.unit_modes(row) for row in rows]
+    modes = [
+        (index, np.stack([per_row[r][k][1] for r in where]), np.stack([per_row[r][k][2] for r in where]))
+        for k, (index, _, _) in enumerate(per_row[0])
+    ]
+    p0, _ = aligned_mode_seeds_batch(network, modes, phase)
+
+    def flow_start(runs):
+        states, operands = [], []
+        for run in runs:
+            tau, written, blocks = flow.ode_args(1.0 / learning_rates[run], values[run])
+            states.append(flow.state_from_strengths(p0[run] / 4, values[run]))  # a balanced unit: a = P/4
+            operands.append(((tau, written, blocks), flow.operands(values[run])[2]))
+        stacked = jax.tree_util.tree_map(lambda *leaves: np.stack([np.asarray(x) for x in leaves]), *operands)
+        return np.stack(states), stacked
+
+    return flow.structure.descent_step, flow_start
+
+
+def _mode_step(compiled: CompiledNetwork) -> Callable:
+    """One run's step of balanced-mode descent, operands ``(learning_rate, values)``: one object
+    per network, so the jitted descent compiles once per network (a static argument)."""
+    found = compiled.programs.get("sweep_step")
+    if found is None:
+
+        def found(state, operands):
+            learning_rate, values = operands
+            step = balanced_descent_step(lambda a: compiled.loss_of_strengths(a, values), learning_rate)
+            return step(state, None)
+
+        compiled.programs["sweep_step"] = found
+    return found
+
+
+def aligned_maps_batch(network: Network, phase: Alignment) -> list[np.ndarray]:
+    """:func:`numeric.initial_conditions.aligned_maps` for every run: per pathway the map of the
+    units that start it, ``(runs, |out_p|, |in_p|)``."""
+    matched = starting_units_batch(network, phase.gates)
+    maps = []
+    for index, pathway in enumerate(network.pathways):
+        w2 = _part(phase.w2, 1, pathway.outputs) * matched[index][:, None, :]
+        maps.append(np.matmul(w2, _part(phase.w1, 2, pathway.inputs)))
+    return maps
+
+
+def _chunks_by_hint(
+    runs: int, groups: np.ndarray | None, order_hint: np.ndarray | None, size: int = DESCENT_CHUNK
+) -> list[np.ndarray]:
+    """Runs in chunks of about ``size``, whole groups each, groups by their hint."""
     groups = np.arange(runs) if groups is None else np.asarray(groups)
     hint = np.zeros(runs) if order_hint is None else np.asarray(order_hint, dtype=np.float64)
     labels, group_of = np.unique(groups, return_inverse=True)
@@ -354,23 +454,10 @@ def _chunks_by_hint(runs: int, groups: np.ndarray | None, order_hint: np.ndarray
     starts = np.concatenate([[0], np.flatnonzero(np.diff(group_of[order])) + 1, [runs]])
     chunks: list[list[int]] = [[]]
     for first, last in zip(starts[:-1], starts[1:]):
-        if chunks[-1] and len(chunks[-1]) + last - first > DESCENT_CHUNK:
+        if chunks[-1] and len(chunks[-1]) + last - first > size:
             chunks.append([])
         chunks[-1].extend(order[first:last].tolist())
     return [np.array(c, dtype=int) for c in chunks]
-
-
-def _loss_function(compiled: CompiledNetwork):
-    """``loss(a, values)`` of ``compiled``: one object per network, so the jitted descent
-    compiles once per network (a static argument)."""
-    found = compiled.programs.get("sweep_loss")
-    if found is None:
-
-        def found(a, values):
-            return compiled.loss_of_strengths(a, values)
-
-        compiled.programs["sweep_loss"] = found
-    return found
 
 
 def mode_vectors(compiled: CompiledNetwork, values: np.ndarray):

@@ -11,7 +11,6 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from gdln.verify.files import save_figure
-from gdln.verify.sweep import ALIGNED_RACE_NOT_RUN
 
 #: one colour per candidate, in the spec's order
 #: the derived crossover is drawn above the race boundaries, which it may coincide with
@@ -87,7 +86,9 @@ def _title(report: dict) -> str:
     swept = {a["name"] for a in report["axes"]}
     fixed = ", ".join(text(report["training"][k]) for k, text in SETTING_TEXT.items() if k not in swept)
     title = f"Which network learns first, predicted without training\n{fixed}"
-    aligned_ran = report["seeds"]["aligned"] is not None
+    # only races that ran are named: where the alignment-seeded race named no winner anywhere
+    # (no prediction of it is finite), its agreement count says nothing
+    aligned_ran = any(p.get("aligned_winner") is not None for p in report["points"])
     agreement = report["agreement"]
     checked = agreement["checked"]
     if checked:
@@ -104,7 +105,7 @@ def _title(report: dict) -> str:
                 f"{within['aligned_agree']} and {within['agree']}" if aligned_ran else f"{within['agree']}"
             )
     if not aligned_ran:
-        title += f"\nalignment-seeded race {ALIGNED_RACE_NOT_RUN}"
+        title += "\nthe alignment-seeded race names no winner: none of its predictions is finite"
     return title
 
 
@@ -193,8 +194,10 @@ def _assumptions_fail(ax, report, x, y, shape, handles) -> None:
     if any(a is not None and a["small_init"] is False for a in assumptions):
         fraction = report["assumptions"]["output_fraction"]
         reasons.append(f"initial output ≥ {fraction:.0%} of the targets")
-    if any(a is not None and not a["stable_learning_rate"] for a in assumptions):
+    if any(a is not None and a["stable_learning_rate"] is False for a in assumptions):
         reasons.append("learning rate > 2/curvature")
+    if any(a is not None and a["stable_learning_rate"] is None for a in assumptions):
+        reasons.append("learning rate not judged")
     handles.append(Patch(**ASSUMPTIONS_FAIL, label="theory's assumptions fail:\n" + "; ".join(reasons)))
 
 

@@ -182,6 +182,26 @@ def test_the_phase_diagram_hatches_where_the_theory_s_assumptions_fail_and_keys_
     _labelled(fig)
 
 
+def test_the_phase_diagram_title_names_only_the_races_that_ran():
+    """Where the alignment-seeded race named no winner (it did not run), the title counts the
+    checked points against the width-seeded winner alone, not "the alignment-seeded at 0"."""
+    from gdln.figures.sweep_figure import sweep_figure
+
+    report = _phase_report(fails_above=None)
+    for point in report["points"][:4]:
+        point["checked"] = {"follows": point["winner"], "max_deviation": 0.01, "decided": True}
+    report["agreement"].update(checked=4, agree=4, aligned_agree=4)
+    (ax,) = sweep_figure(report).axes
+    assert "follow the alignment-seeded winner at 4, the width-seeded at 4" in ax.get_title()
+    for point in report["points"]:
+        point["aligned_winner"] = None
+    report["agreement"]["aligned_agree"] = 0
+    (ax,) = sweep_figure(report).axes
+    assert "alignment-seeded winner at" not in ax.get_title()  # and it says why it counts no agreement
+    assert "the alignment-seeded race names no winner" in ax.get_title()
+    assert "follow the width-seeded winner at 4" in ax.get_title()
+
+
 def test_the_phase_diagram_half_fills_checked_points_the_seeds_do_not_decide():
     from gdln.figures.sweep_figure import sweep_figure
 
@@ -278,7 +298,7 @@ def test_a_one_axis_sweep_draws_half_times_and_checked_points_where_they_were_me
     title = ax.get_title()
     assert "learning rate 0.01" in title and "128 hidden units" in title and "Delta" not in title
     assert ("alignment-seeded winner at 2" in title) == aligned
-    assert ("alignment-seeded race not computed" in title) == (not aligned)
+    assert ("the alignment-seeded race names no winner" in title) == (not aligned)
     (legend,) = fig.legends
     texts = [text.get_text() for text in legend.get_texts()]
     assert "never falls to half within 12000 epochs" in texts

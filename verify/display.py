@@ -375,8 +375,7 @@ class SweepReport(Report):
     Attributes:
         spec: the spec's file (or source).
         axes: ``name``, ``values`` and ``log`` of each axis, the last varying fastest.
-        seeds: how each race seeds its pathways: ``width`` and ``aligned`` (``None`` where the
-            alignment-seeded race does not apply), in words.
+        seeds: how each race seeds its pathways: ``width`` and ``aligned``, in words.
         training: the spec's training settings (``learning_rate``, ``init_scale``,
             ``hidden_units``, ``epochs``, ``seeds``); an axis of the same name replaces its value.
         validity: the largest deviation of the initial loss at which a prediction holds.
@@ -537,7 +536,8 @@ def _assumptions_cell(assumptions: dict | None) -> str:
         return "hold"
     failing = [
         *(["no alignment phase"] if assumptions["small_init"] is False else []),
-        *(["learning rate > 2/curvature"] if not assumptions["stable_learning_rate"] else []),
+        *(["learning rate > 2/curvature"] if assumptions["stable_learning_rate"] is False else []),
+        *(["learning rate not judged"] if assumptions["stable_learning_rate"] is None else []),
     ]
     return "fail: " + ", ".join(failing)
 

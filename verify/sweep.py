@@ -50,10 +50,9 @@ from gdln.numeric.sweep import (
     SWEEP_RTOL,
     BatchedRace,
     align_points,
+    aligned_descent,
     aligned_descent_chunks,
-    aligned_mode_seeds_batch,
     closed_form_race,
-    mode_vectors,
     ode_race_points,
 )
 from gdln.numeric.training import initial_relu_weights, train_relu_points
@@ -71,6 +70,8 @@ from .sweep_checks import (
     boundary_points,
     check_points,
     point_assumptions,
+    points_predicted_validity,
+    predicted_agreement,
     stable_descent,
 )
 
@@ -90,10 +91,6 @@ class Axis:
     name: str
     values: tuple[float, ...]
     log: bool
-
-
-#: why a sweep has no alignment-seeded race (``seeds.aligned`` is null), said by its text and figure
-ALIGNED_RACE_NOT_RUN = "not computed: a candidate is not a set of balanced depth-2 modes"
 
 
 def parse_axis(text: str, task: Task) -> Axis:
@@ -288,22 +285,17 @@ def width_race(
     return found
 
 
-def _alignment_seeded(models: TaskPredictions) -> bool:
-    """Whether the alignment-seeded race can run: every candidate a set of balanced depth-2
-    modes, so that its seeds are read off the settled units mode by mode."""
-    return all(models.prediction(n.name).uses_mode_recursion for n in models.task.networks)
-
-
 def aligned_race(
     models: TaskPredictions, grid: SweepGrid, rows: np.ndarray, data, hints: dict[str, np.ndarray] | None = None
-) -> tuple[dict[str, np.ndarray], np.ndarray]:
+) -> tuple[dict[str, np.ndarray], np.ndarray, list[dict[str, Any]], float]:
     """Every candidate's predicted ``t_half`` from the alignment phase of the spec's ReLU seeds,
-    at the points ``rows``, and the epoch at which each seed's phase ends there ``(rows, seeds)``.
-    Only where :func:`_alignment_seeded` holds: a candidate that is not a set of balanced depth-2
-    modes follows weight chains from the phase, which are not batched here."""
+    at the points ``rows``, the epoch at which each seed's phase ends there ``(rows, seeds)``,
+    the theory's own verdict on its validity at each point from the same phase
+    (:func:`verify.sweep_checks.points_predicted_validity`) and the seconds that verdict took:
+    each candidate followed from the settled units by gradient descent at the point's learning
+    rate, as ``gdln verify`` follows it (:func:`numeric.sweep.aligned_descent`: balanced modes,
+    or each pathway's weight chain where pathways interact or run deeper)."""
     task, training = models.task, models.task.training
-    if not _alignment_seeded(models):
-        raise ValueError("the alignment-seeded race needs every candidate a set of balanced depth-2 modes")
     predictions = {n.name: models.prediction(n.name) for n in task.networks}
     seeds, hidden = training.seeds, int(grid.hidden_units[rows[0]])
     w1, w2 = (np.asarray(w) for w in initial_relu_weights(hidden, task.num_inputs, task.num_outputs, 1.0, range(seeds)))
@@ -342,22 +334,18 @@ def aligned_race(
     rates = np.repeat(grid.learning_rate[rows], seeds)
     values = np.repeat(grid.values[rows], seeds, axis=0)
     ts = np.arange(training.epochs // stride + 1) * stride
+    run_inputs, run_targets = (np.repeat(x[rows], seeds, axis=0) for x in data)
     found = {}
     for name, prediction in predictions.items():
-        compiled = prediction.compiled
-        modes = mode_vectors(compiled, values)
-        p0, q0 = aligned_mode_seeds_batch(compiled.derivation.network, modes, phase)
+        step, start = aligned_descent(prediction, phase, rates, values, run_inputs, run_targets)
         # only each mean curve's fall to half is wanted: the descent stops there, points with an
         # early width-seeded t_half first (a hint of their order, nothing more)
         hint = None if hints is None else np.repeat(hints[name], seeds)
         half = np.full(len(rows), np.nan)
         for runs, curves in aligned_descent_chunks(
-            compiled,
-            p0,
-            q0,
+            step,
+            start,
             phase,
-            rates,
-            values,
             training.epochs,
             stop_fraction=0.5,
             groups=np.repeat(np.arange(len(rows)), seeds),
@@ -367,7 +355,9 @@ def aligned_race(
             assert np.all(points == points[:, :1])
             half[points[:, 0]] = finite_crossings(ts, curves.reshape(len(points), seeds, -1).mean(axis=1), 0.5)
         found[name] = half
-    return found, np.asarray(phase.epochs).reshape(len(rows), seeds)
+    started = time.perf_counter()
+    predicted = points_predicted_validity(phase, run_inputs, run_targets, rates, training.epochs, seeds)
+    return found, np.asarray(phase.epochs).reshape(len(rows), seeds), predicted, time.perf_counter() - started
 
 
 def _winner_labels(points: list[dict], names: list[str], key: str) -> np.ndarray:
@@ -457,10 +447,11 @@ def sweep_report(
     aligned = np.full((grid.size, len(names)), np.nan)
     aligned_seconds = 0.0
     phase_epochs = np.full((grid.size, task.training.seeds), -1)
+    predicted: list[dict[str, Any] | None] = [None] * grid.size
+    predicted_seconds = 0.0
     groups: dict[int, TaskPredictions] = {}
     widths = [w for w in np.unique(grid.hidden_units) if np.any((grid.hidden_units == w) & ok)]
-    aligned_available = _alignment_seeded(base)
-    step = Stages("sweep", (1 + aligned_available) * len(widths) + bool(check))
+    step = Stages("sweep", 2 * len(widths) + bool(check))
     for width in widths:
         rows = np.flatnonzero((grid.hidden_units == width) & ok)
         at = f" ({width} hidden units)" if len(widths) > 1 else ""
@@ -470,17 +461,18 @@ def sweep_report(
         for k, name in enumerate(names):
             t_half[rows, k], t_90[rows, k] = races[name].crossings[:, 0], races[name].crossings[:, 1]
             final[rows, k] = races[name].final_loss
-        if not aligned_available:
-            continue
         step(f"alignment-seeded race at {plural(len(rows), 'point')}{at}")
         aligned_start = time.perf_counter()
         hints = {name: races[name].crossings[:, 0] for name in names}
-        found, phase_epochs[rows] = aligned_race(models_here, grid, rows, (inputs, targets), hints)
-        aligned_seconds += time.perf_counter() - aligned_start
+        found, phase_epochs[rows], verdicts, seconds = aligned_race(models_here, grid, rows, (inputs, targets), hints)
+        for row, verdict in zip(rows, verdicts):
+            predicted[row] = verdict
+        predicted_seconds += seconds
+        aligned_seconds += time.perf_counter() - aligned_start - seconds
         for k, name in enumerate(names):
             aligned[rows, k] = found[name]
     stable = stable_descent(task, grid.values, grid.learning_rate, ok, inputs, targets)
-    theory_seconds = time.perf_counter() - started - aligned_seconds
+    theory_seconds = time.perf_counter() - started - aligned_seconds - predicted_seconds
 
     points: list[dict[str, Any]] = []
     for index in range(grid.size):
@@ -506,9 +498,8 @@ def sweep_report(
                 "aligned_winner": aligned_winner,
                 "aligned_margin": aligned_margin,
                 "networks": entries,
-                "assumptions": point_assumptions(phase_epochs[index], stable[index], aligned_available)
-                if ok[index]
-                else None,
+                "assumptions": point_assumptions(phase_epochs[index], stable[index]) if ok[index] else None,
+                "predicted_validity": predicted[index],
                 "checked": None,
             }
         )
@@ -516,9 +507,8 @@ def sweep_report(
     training_seconds, per_run, processes = 0.0, None, 1
     aligned_labels = _winner_labels(points, names, "aligned_winner")
     if check:
-        labels = aligned_labels if aligned_available else _winner_labels(points, names, "winner")
         hold = np.array([bool(p["assumptions"] and p["assumptions"]["hold"]) for p in points])
-        chosen = check_points(labels, grid.shape, check, ok, claimed=hold)
+        chosen = check_points(aligned_labels, grid.shape, check, ok, claimed=hold)
         step(f"training at {plural(len(chosen), 'checked point')}")
         training_seconds, per_run, processes = _check(groups, task, grid, chosen, points, inputs, targets)
 
@@ -530,9 +520,7 @@ def sweep_report(
             "axes": [{"name": a.name, "values": list(a.values), "log": a.log} for a in axes],
             "seeds": {
                 "width": "each pathway from its width: a0 = units init_scale^2 / 2 (gdln race)",
-                "aligned": f"the alignment phase of {task.training.seeds} ReLU seeds from their initial weights (gdln verify)"
-                if aligned_available
-                else None,
+                "aligned": f"the alignment phase of {task.training.seeds} ReLU seeds from their initial weights (gdln verify)",
             },
             "training": {
                 "learning_rate": task.training.learning_rate,
@@ -545,16 +533,19 @@ def sweep_report(
             "assumptions": {
                 "small_init": "the alignment phase runs at every seed: the initial output is below"
                 f" {OUTPUT_FRACTION:g} of the targets (THEORY section 9: at large init the network is lazy)",
-                "stable_learning_rate": "learning_rate <= 2/curvature, the theory's largest curvature (verify's warning)",
+                "stable_learning_rate": "learning_rate <= 2/curvature, the theory's largest curvature (verify's warning;"
+                " null where the curvature is not finite)",
+                "hold": "both known to hold: an assumption that is unknown (null) does not hold",
                 "output_fraction": OUTPUT_FRACTION,
             },
             "points": points,
             "invalid_points": [i for i in range(grid.size) if not ok[i]],
             "crossovers": _crossover_curves(base, axes, overrides),
-            "agreement": agreement(points, near_boundary),
+            "agreement": {**agreement(points, near_boundary), "predicted_validity": predicted_agreement(points)},
             "timing": {
                 "theory_s": theory_seconds,
                 "aligned_s": aligned_seconds,
+                "predicted_validity_s": predicted_seconds,
                 "training_s": training_seconds,
                 "training_run_s": per_run,
                 "processes": processes,

@@ -5,6 +5,7 @@ theory's assumptions judged at every point before any training (:func:`point_ass
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -26,31 +27,34 @@ def stable_descent(
 ) -> np.ndarray:
     """Per point (``values``: its parameters, ``(points, parameters)``), whether its learning rate
     keeps gradient descent stable on the theory's largest curvature
-    (:func:`verify.checks.descent_is_stable`, verify's warning); the curvature depends on the
-    data alone, so it is found once per distinct parameter values."""
-    stable = np.zeros(len(learning_rates), dtype=bool)
+    (:func:`verify.checks.descent_is_stable`, verify's warning): ``True``, ``False``, or ``None``
+    where it cannot be judged (data not finite, or a curvature that is not finite). The curvature
+    depends on the data alone, so it is found once per distinct parameter values."""
+    stable = np.full(len(learning_rates), None, dtype=object)
     rows = np.flatnonzero(ok)
     if not len(rows):
         return stable
     _, first, which = np.unique(values[rows], axis=0, return_index=True, return_inverse=True)
     curvatures = np.array([data_curvature(task, inputs[rows[i]], targets[rows[i]])[0] for i in first])
     for k, row in enumerate(rows):
-        stable[row] = descent_is_stable(float(learning_rates[row]), float(curvatures[which.ravel()[k]]))
+        curvature = float(curvatures[which.ravel()[k]])
+        if math.isfinite(curvature):
+            stable[row] = descent_is_stable(float(learning_rates[row]), curvature)
     return stable
 
 
-def point_assumptions(phase_epochs: np.ndarray, stable: bool, aligned_available: bool) -> dict[str, Any]:
+def point_assumptions(phase_epochs: np.ndarray, stable: bool | None) -> dict[str, Any]:
     """What the theory assumes at a point, judged before any training (THEORY section 9):
     ``small_init``, the alignment phase runs at every seed (it ends at epoch 0 when the initial
     output already reaches :data:`numeric.alignment.OUTPUT_FRACTION` of the targets, so the gates
-    never settle; ``None`` where the phase is not computed); ``stable_learning_rate``, as
-    verify's warning judges it; ``hold``, both."""
-    small_init = bool(np.all(phase_epochs > 0)) if aligned_available else None
+    never settle); ``stable_learning_rate``, as verify's warning judges it (``None`` where it
+    cannot be judged); ``hold``, both known to hold: an assumption that is unknown does not hold."""
+    small_init = bool(np.all(phase_epochs > 0))
     return {
-        "phase_epochs": [int(e) for e in phase_epochs] if aligned_available else None,
+        "phase_epochs": [int(e) for e in phase_epochs],
         "small_init": small_init,
-        "stable_learning_rate": bool(stable),
-        "hold": small_init is not False and bool(stable),
+        "stable_learning_rate": stable,
+        "hold": small_init and stable is True,
     }
 
 

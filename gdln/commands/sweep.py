@@ -35,7 +35,6 @@ def cmd_sweep(args):
 def _render_sweep(report):
     from gdln.derive.words import plural
     from gdln.verify.rules import DECIDED_STANDARD_ERRORS
-    from gdln.verify.sweep import ALIGNED_RACE_NOT_RUN
 
     axes = " x ".join(f"{a['name']} ({len(a['values'])}{' log' if a['log'] else ''})" for a in report["axes"])
     points = report["points"]
@@ -44,7 +43,7 @@ def _render_sweep(report):
     for key, what in (("winner", "width-seeded race"), ("aligned_winner", "alignment-seeded race")):
         counts = {name: sum(p[key] == name for p in points) for name in names}
         if key == "aligned_winner" and report["seeds"]["aligned"] is None:
-            print(f"  {what}: {ALIGNED_RACE_NOT_RUN}")
+            print(f"  {what}: not run")
             continue
         shares = ", ".join(f"{name} at {count} point{'s' if count != 1 else ''}" for name, count in counts.items())
         print(f"  {what}: {shares}")
@@ -111,7 +110,10 @@ def _render_sweep(report):
             f"no alignment phase (the initial output already reaches {fraction:.0%} of the targets)": sum(
                 a["small_init"] is False for a in failing
             ),
-            "a learning rate above 2/curvature": sum(not a["stable_learning_rate"] for a in failing),
+            "a learning rate above 2/curvature": sum(a["stable_learning_rate"] is False for a in failing),
+            "a learning rate not judged (the curvature is not finite)": sum(
+                a["stable_learning_rate"] is None for a in failing
+            ),
         }
         said = "; ".join(f"{reason} at {count}" for reason, count in reasons.items() if count)
         print(f"  the theory's assumptions fail at {len(failing)} points, judged before any training: {said}")

@@ -8,7 +8,9 @@ Every figure is a ratio of two times from this run:
 - a warm ``gdln sweep`` process (the 64 x 64 grid, no training) against a warm
   ``gdln simulate --model relu --seeds 1`` process;
 - Section 4, 32 values of init_scale: the race per point (every candidate's reduced flow, all
-  points in batched solves, once compiled) against one Section 4 training run;
+  points in batched solves, once compiled) against one Section 4 training run; and the
+  alignment-seeded race per point (the phase of the seeds, then every candidate's weight
+  chains by gradient descent to half the loss) against the same run;
 - Section 4's race flow of ``common+1`` (1153 variables in its output span): one evaluation of
   its right-hand side, alone and per point of a vmapped batch, against the cost of one solver step of the batched race
   per point (identical points, so that none waits for another);
@@ -104,6 +106,11 @@ def sweep_benchmarks(quick: bool = False) -> dict:
     rows4 = np.arange(grid4.size)
     width_race(models4, grid4, rows4)  # compile
     section4_theory = timed(lambda: width_race(models4, grid4, rows4), repeat=1)
+    # the alignment-seeded race: the phase of the 700-unit network, then each candidate's chains
+    _, inputs4, targets4 = finite_points(models4, grid4)
+    hints4 = {name: race.crossings[:, 0] for name, race in width_race(models4, grid4, rows4).items()}
+    aligned_race(models4, grid4, rows4, (inputs4, targets4), hints4)  # compile
+    section4_aligned = timed(lambda: aligned_race(models4, grid4, rows4, (inputs4, targets4), hints4), repeat=1)
     costs = flow_step_costs(models4.prediction("common+1"), section4)
     run4 = lambda: train_network(section4, "relu", seeds=1, models=models4)[0].losses  # noqa: E731
     section4_run = training_seconds(run4)
@@ -128,6 +135,8 @@ def sweep_benchmarks(quick: bool = False) -> dict:
         "section4_theory_seconds": section4_theory,
         "section4_training_run_seconds": section4_run,
         "section4_cheaper_per_point": section4_run / (section4_theory / values),
+        "section4_aligned_seconds": section4_aligned,
+        "section4_aligned_cheaper_per_point": section4_run / (section4_aligned / values),
         **costs,
     }
 

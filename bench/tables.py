@@ -120,6 +120,11 @@ def sweep_tables(r: dict) -> list[Table]:
                     f"{r['section4_training_run_seconds']:.1f} s: {r['section4_cheaper_per_point']:.1f}x cheaper per point",
                 ),
                 (
+                    "alignment-seeded race over the points, once compiled",
+                    f"{r['section4_aligned_seconds']:.1f} s: {r['section4_aligned_cheaper_per_point']:.1f}x cheaper"
+                    " per point than that run",
+                ),
+                (
                     f"the flow's right-hand side ({r['flow_variables']} variables)",
                     f"{r['flow_rhs_us']:.1f} us alone, {r['flow_rhs_batched_us']:.1f} us per point in a batch of {r['flow_batch']}",
                 ),

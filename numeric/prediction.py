@@ -255,7 +255,7 @@ class Prediction:
     @cached_property
     def gated_chains(self) -> GatedChains:
         """The network's depth-2 chains with their gates, for steps that take the data as an
-        operand (:meth:`numeric.gated_chains.GatedChains.descent_step`): one object, so one
+        operand (`numeric.gated_chains.GatedChains.descent_step`): one object, so one
         compiled descent, for every point of a sweep. Its own data are zeros of the task's shape."""
         task = self.derivation.task
         shape = (task.num_datapoints, task.num_inputs), (task.num_datapoints, task.num_outputs)

@@ -22,6 +22,7 @@ is asked once for the whole batch (leading axis: grid points, or grid points tim
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import partial
@@ -397,17 +398,25 @@ def aligned_descent(
     where = where.ravel()
     per_row = [flow.unit_modes(row) for row in rows]
     modes = [
-        (index, np.stack([per_row[r][k][1] for r in where]), np.stack([per_row[r][k][2] for r in where]))
+        (
+            index,
+            np.stack([row_modes[k][1] for row_modes in per_row])[where],
+            np.stack([row_modes[k][2] for row_modes in per_row])[where],
+        )
         for k, (index, _, _) in enumerate(per_row[0])
     ]
     p0, _ = aligned_mode_seeds_batch(network, modes, phase)
+    # the flow keeps its correlations and basis for the last values it saw: the chunks' threads
+    # build their starts one at a time
+    one_at_a_time = threading.Lock()
 
     def flow_start(runs):
         states, operands = [], []
-        for run in runs:
-            tau, written, blocks = flow.ode_args(1.0 / learning_rates[run], values[run])
-            states.append(flow.state_from_strengths(p0[run] / 4, values[run]))  # a balanced unit: a = P/4
-            operands.append(((tau, written, blocks), flow.operands(values[run])[2]))
+        with one_at_a_time:
+            for run in runs:
+                tau, written, blocks = flow.ode_args(1.0 / learning_rates[run], values[run])
+                states.append(flow.state_from_strengths(p0[run] / 4, values[run]))  # a balanced unit: a = P/4
+                operands.append(((tau, written, blocks), flow.operands(values[run])[2]))
         stacked = jax.tree_util.tree_map(lambda *leaves: np.stack([np.asarray(x) for x in leaves]), *operands)
         return np.stack(states), stacked
 

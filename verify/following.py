@@ -14,7 +14,6 @@ from gdln.derive.errors import SpecError
 from gdln.derive.spec import Network, Task
 from gdln.derive.words import plural
 from gdln.numeric.alignment import OUTPUT_FRACTION, Alignment, align, aligned_network
-from gdln.numeric.gate_hold import gate_hold
 from gdln.numeric.initial_conditions import ALIGNMENT, MODELS, WEIGHTS, unmatched_units
 from gdln.numeric.prediction import (
     GRADIENT_DESCENT,
@@ -32,11 +31,11 @@ from .entries import epoch_grid, parameter_vector, theory_stride
 from .progress import Stages
 from .representations import gate_census, hidden_layers, mds_comparison
 from .rules import (
-    GATE_MOTION,
     VALIDITY,
     finite_crossing,
     follow_resolution,
     followed_candidate,
+    frozen_gates_hold,
     predicted_validity,
     within_validity,
 )
@@ -66,7 +65,7 @@ def alignment_validity(models: TaskPredictions, alignment: Alignment, values: Ma
     seeds = len(alignment.epochs)
     starts = np.asarray(alignment.epochs, dtype=np.int64)
     initial = np.asarray(alignment.losses)[:, 0]
-    hold = gate_hold(
+    hold = frozen_gates_hold(
         np.repeat(np.asarray(inputs)[None], seeds, axis=0),
         np.repeat(np.asarray(targets)[None], seeds, axis=0),
         alignment.w1,
@@ -75,8 +74,6 @@ def alignment_validity(models: TaskPredictions, alignment: Alignment, values: Ma
         np.full(seeds, training.learning_rate),
         training.epochs - starts,
         initial,
-        level=GATE_MOTION,
-        margin=VALIDITY,
     )
     return predicted_validity(hold, starts, initial)
 

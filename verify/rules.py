@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from gdln.numeric.gate_hold import MOVED, GateHold
+from gdln.numeric.gate_hold import MOVED, GateHold, gate_hold
 from gdln.numeric.race import first_crossings
 
 from .entries import finite_or_none
@@ -33,6 +33,14 @@ def within_validity(max_deviation: float | None) -> bool | None:
 #: unit-datapoint pairs disagree with them (:mod:`numeric.gate_hold`): the validity threshold
 #: itself, a choice made once and not fitted to any trained loss
 GATE_MOTION = VALIDITY
+
+
+def frozen_gates_hold(inputs, targets, w1, w2, gates, learning_rates, epochs, initial_losses) -> GateHold:
+    """:func:`numeric.gate_hold.gate_hold` of every run (arguments as there) at this rule's level
+    (:data:`GATE_MOTION`) and margin (:data:`VALIDITY`): what :func:`predicted_validity` judges."""
+    return gate_hold(
+        inputs, targets, w1, w2, gates, learning_rates, epochs, initial_losses, level=GATE_MOTION, margin=VALIDITY
+    )
 
 
 def predicted_validity(hold: GateHold, start_epochs, initial_losses) -> dict[str, Any]:

@@ -12,10 +12,10 @@ import numpy as np
 
 from gdln.derive.spec import Task
 from gdln.numeric.alignment import Alignment
-from gdln.numeric.gate_hold import GateHold, gate_hold
+from gdln.numeric.gate_hold import GateHold
 
 from .checks import data_curvature, descent_is_stable
-from .rules import GATE_MOTION, VALIDITY, predicted_validity, within_validity
+from .rules import frozen_gates_hold, predicted_validity, within_validity
 
 #: runs of the frozen-gate continuation per batch (:func:`points_predicted_validity`): its memory
 #: is about this many copies of one run's weights, whatever the grid
@@ -72,7 +72,7 @@ def points_predicted_validity(
     for first in range(0, runs, VALIDITY_BATCH):
         rows = slice(first, min(runs, first + VALIDITY_BATCH))
         pieces.append(
-            gate_hold(
+            frozen_gates_hold(
                 inputs[rows],
                 targets[rows],
                 phase.w1[rows],
@@ -81,8 +81,6 @@ def points_predicted_validity(
                 learning_rates[rows],
                 horizon - starts[rows],
                 initial[rows],
-                level=GATE_MOTION,
-                margin=VALIDITY,
             )
         )
     hold = GateHold(

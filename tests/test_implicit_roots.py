@@ -147,3 +147,22 @@ def test_latex_names_each_implicit_polynomial_once_and_values_its_roots(symbolic
     g = symbolic.task.parameter("g")
     for mode in (m for p in derivation.pathways for m in p.modes):
         assert f"\\approx {sympy.N(mode.s.xreplace({g: 1}), 6)}" in tex
+
+
+def test_text_gives_an_expression_in_roots_by_its_value(symbolic):
+    """The terminal text (issue 36, point 4): an implicit mode's d, a long expression in its root,
+    is printed as its value and the polynomial it holds; its singular value, the root itself, as
+    written; ``--full`` (``whole``) writes the expression."""
+    from gdln.commands.output import value_text
+    from gdln.verify.entries import value_entry
+
+    values = symbolic.task.values({})
+    mode = symbolic.derivation("dense").pathways[0].modes[0]
+    (root,) = implicit.roots_in(mode.s)
+    d, s = value_entry(mode.d, values), value_entry(mode.s, values)
+    assert d["implicit"] == s["implicit"] == [root.name]
+    text = value_text(d)
+    assert d["expr"] not in text and root.name in text
+    assert float(text.split()[0]) == pytest.approx(float(sympy.N(mode.d.subs(values), 30)), rel=1e-5)  # 6 digits
+    assert value_text(d, whole=True).startswith(d["expr"])
+    assert value_text(s, "s").startswith(f"sqrt(root1({root.name})) = ")

@@ -5,6 +5,7 @@ loss, speed and crossovers of one network, as a JSON-ready dictionary.
 from __future__ import annotations
 
 import hashlib
+import inspect
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -320,7 +321,10 @@ def derive_summary(
     )
 
 
-#: a digest of this module: reports made by other code are not read back (:func:`derive_summary`)
+#: a digest of this module and of the entries it writes (:mod:`verify.entries`): reports made by
+#: other code are not read back (:func:`derive_summary`)
 
 
-_SOURCE_DIGEST = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
+_SOURCE_DIGEST = hashlib.sha256(
+    b"".join(Path(module).read_bytes() for module in (__file__, inspect.getfile(value_entry)))
+).hexdigest()[:16]

@@ -19,14 +19,14 @@ def _render_derive_full(report):
         print(f"    Sigma_x  = {p['sigma_x']}")
         display = p.get("display") or {"odes": [f"da/dt = {r}" for r in p["odes"]], "closed_form": p["closed_form"]}
         for k, (s, d) in enumerate(zip(p["singular_values"], p["input_variances"])):
-            print(f"    mode {k}: s = {value_text(s, 's')}, d = {value_text(d)}")
+            print(f"    mode {k}: s = {value_text(s, 's')}, d = {value_text(d, whole=True)}")
             print(indented(display["odes"][k], "      "))
             if display["closed_form"]:
                 print(indented(display["closed_form"][k], "      "))
     system = report["system"]
     print(f"  reduced system ({system['kind']}): {system['equation']}")
     for c in system["coupling"]:
-        print(f"    C[{c['row']}, {c['column']}] = {value_text(c)}")
+        print(f"    C[{c['row']}, {c['column']}] = {value_text(c, whole=True)}")
     a = report["assumptions"]
     print(
         f"  mutually diagonalisable: {yes_no(a['mutually_diagonalisable'])}; pathways interact: {yes_no(a['pathways_interact'])}"

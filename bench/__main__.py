@@ -16,6 +16,9 @@ compares like with like:
   (empty cache) and warm (target: under 5 s warm);
 - phase diagrams: ``gdln sweep``'s theory over a grid against training
   (:mod:`bench.bench_sweep`);
+- parametric specs: the three-context spec with ``g`` symbolic, derived cold and swept over
+  ``g`` against one training run, and Section 5 with ``g`` scaling its context blocks
+  (:mod:`bench.bench_parametric`);
 - figures: ``gdln figures --quick`` end to end.
 
 Speed targets live here, not in the tests.
@@ -36,6 +39,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from bench.bench_parametric import parametric_benchmarks
 from bench.bench_race import matmul_peak, timed, training_seconds  # best of a few runs, blocked until ready
 from bench.bench_sweep import sweep_benchmarks
 from bench.tables import as_markdown, as_text, report_tables
@@ -228,6 +232,7 @@ def main(argv=None) -> int:
         "derivation_scaling": derivation_scaling(args.quick),
         "derive_cache": derive_process_times(),
         "sweep": sweep_benchmarks(args.quick),
+        "parametric": parametric_benchmarks(args.quick),
     }
     if not args.quick:
         report["figures"] = figures()

@@ -18,6 +18,9 @@ compares like with like:
   (:mod:`bench.bench_sweep`);
 - checked training on Section 4 in one process and shared over two (``gdln sweep --processes``,
   :mod:`bench.bench_distributed`);
+- parametric specs: the three-context spec with ``g`` symbolic, derived cold and swept over
+  ``g`` against one training run, and Section 5 with ``g`` scaling its context blocks
+  (:mod:`bench.bench_parametric`);
 - figures: ``gdln figures --quick`` end to end.
 
 Speed targets live here, not in the tests.
@@ -39,6 +42,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from bench.bench_distributed import POINTS, distributed_benchmarks
+from bench.bench_parametric import parametric_benchmarks
 from bench.bench_race import matmul_peak, step_flops, timed, training_seconds  # best of a few runs, blocked until ready
 from bench.bench_sweep import sweep_benchmarks
 from bench.tables import as_markdown, as_text, report_tables
@@ -226,6 +230,7 @@ def main(argv=None) -> int:
         "derive_cache": derive_process_times(),
         "sweep": sweep_benchmarks(args.quick),
         "processes": distributed_benchmarks(2 if args.quick else POINTS),
+        "parametric": parametric_benchmarks(args.quick),
     }
     if not args.quick:
         report["figures"] = figures()

@@ -156,6 +156,34 @@ def distributed_tables(r: dict) -> list[Table]:
     return [Table(title, rows)]
 
 
+def parametric_tables(r: dict) -> list[Table]:
+    def seconds(entry: dict) -> str:
+        return f"{entry['cpu_s']:.1f} s CPU ({entry['wall_s']:.1f} s wall)"
+
+    derive = r["three_contexts_derive"]
+    sweep = r["three_contexts_sweep"]
+    rows = [(f"`gdln derive --network {name}`, fresh process, empty cache", seconds(e)) for name, e in derive.items()]
+    rows.append(
+        (
+            f"width-seeded race over {sweep['points']} values of g, once compiled",
+            f"{sweep['theory_s']:.2f} s, {sweep['theory_per_point_s'] * 1e3:.1f} ms a point against one compiled "
+            f"training run {sweep['training_run_s'] * 1e3:.1f} ms: {sweep['cheaper_per_point']:.1f}x cheaper per point",
+        )
+    )
+    if "cold_process_8_points" in sweep:
+        rows.append(
+            ("`gdln sweep --grid g=0.25:4:8`, fresh process, empty caches", seconds(sweep["cold_process_8_points"]))
+        )
+    section5 = [
+        (f"`gdln derive --network {name}`, fresh process, empty cache", seconds(e))
+        for name, e in r["section5_k3_g_derive"].items()
+    ]
+    return [
+        Table("Parametric specs: three contexts, g symbolic (implicit roots of two cubics)", rows),
+        Table("Parametric specs: Section 5, K = 3, g scaling the context-specific targets", section5),
+    ]
+
+
 def report_tables(report: dict) -> list[Table]:
     """Every table of ``python -m bench``'s report, in its order; a part that did not run has none."""
     tables: list[Table] = []
@@ -169,6 +197,8 @@ def report_tables(report: dict) -> list[Table]:
         tables += sweep_tables(report["sweep"])
     if "processes" in report:
         tables += distributed_tables(report["processes"])
+    if "parametric" in report:
+        tables += parametric_tables(report["parametric"])
     if "figures" in report:
         seconds = report["figures"]["figures_quick_seconds"]
         tables.append(Table("Figures", [("`gdln figures --quick` end to end", f"{seconds:.0f} s")]))

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+import numpy as np
 import sympy
 
 from . import implicit
 from .derivation import NetworkDerivation
 from .modes import vanishes
-from .spec import EvaluationError, evaluate
 
 _TOLERANCE = 1e-9
 SCAN_DECADES = 4  # a numeric root is searched between value / 10**4 and value * 10**4
@@ -48,41 +49,30 @@ def _real(expr, values):
     return value.real
 
 
-def _float(expr, values):
-    try:
-        value = evaluate(expr, values)
-    except EvaluationError:
-        return None
-    return value.real if abs(value.imag) <= _TOLERANCE * max(1.0, abs(value.real)) else None
+def _scan_points(centre: float) -> np.ndarray:
+    """``SCAN_POINTS`` values spaced evenly in log over ``SCAN_DECADES`` decades either side of ``centre``."""
+    return np.array([centre * 10 ** (SCAN_DECADES * (2 * k / (SCAN_POINTS - 1) - 1)) for k in range(SCAN_POINTS)])
 
 
-def numeric_roots(difference: sympy.Expr, parameter: sympy.Symbol, values: Mapping[sympy.Symbol, float]) -> list[float]:
-    """Roots of ``difference`` in ``parameter`` (others at ``values``) by a sign-change scan over
-    ``SCAN_DECADES`` decades either side of the parameter's value, each refined with brentq."""
-    from scipy.optimize import brentq
+@functools.lru_cache(maxsize=1024)
+def _speed_function(expr: sympy.Expr, symbols: tuple[sympy.Symbol, ...]):
+    """``expr`` in float64 with numpy over ``symbols``, vectorised (implicit roots from their
+    polynomials, :func:`derive.implicit.numpy_evaluator`): once per speed, whatever it is paired with."""
+    return implicit.numpy_evaluator(expr, list(symbols))
 
-    centre = float(values.get(parameter, 1.0))
-    others = {s: v for s, v in values.items() if s != parameter}
-    points = [centre * 10 ** (SCAN_DECADES * (2 * k / (SCAN_POINTS - 1) - 1)) for k in range(SCAN_POINTS)]
+
+def _difference(sa: sympy.Expr, sb: sympy.Expr, parameter: sympy.Symbol, values: Mapping[sympy.Symbol, float]):
+    """``f(x) = speed a - speed b`` at ``parameter = x`` (an array or a number), the other
+    parameters at ``values``; NaN where either has no finite real value."""
+    others = {s: float(v) for s, v in values.items() if s != parameter and s in (sa.free_symbols | sb.free_symbols)}
+    symbols = (parameter, *others)
+    first, second = _speed_function(sa, symbols), _speed_function(sb, symbols)
 
     def f(x):
-        return _float(difference, {**others, parameter: x})
+        with np.errstate(all="ignore"):
+            return first(x, *others.values()) - second(x, *others.values())
 
-    roots: list[float] = []
-    previous = None
-    for x in points:
-        y = f(x)
-        if y is not None and y == 0:
-            roots.append(x)
-        elif y is not None and previous is not None and previous[1] != 0 and (previous[1] < 0) != (y < 0):
-            try:
-                roots.append(
-                    brentq(lambda z: f(z) if f(z) is not None else math.nan, previous[0], x, xtol=1e-300, rtol=1e-15)
-                )
-            except (ValueError, RuntimeError):
-                pass
-        previous = (x, y) if y is not None else None
-    return roots
+    return f
 
 
 def _polynomial_roots(numerator: sympy.Expr, parameter: sympy.Symbol) -> list:
@@ -99,31 +89,32 @@ def _polynomial_roots(numerator: sympy.Expr, parameter: sympy.Symbol) -> list:
 
 
 def bracketed_roots(
-    difference: sympy.Expr, parameter: sympy.Symbol, values: Mapping[sympy.Symbol, float]
+    sa: sympy.Expr, sb: sympy.Expr, parameter: sympy.Symbol, values: Mapping[sympy.Symbol, float]
 ) -> list[tuple[float, tuple[float, float]]]:
-    """Roots of ``difference`` in ``parameter`` (others at ``values``), each with the bracket of
-    the sign change it was refined in, for expressions with implicit roots
-    (:mod:`derive.implicit`): the same scan as :func:`numeric_roots`, evaluated in float64 on the
-    whole scan at once from each root's polynomial, refined with brentq."""
+    """Roots of ``sa - sb`` in ``parameter`` (others at ``values``), each with the bracket of the
+    sign change it was refined in: a scan over ``SCAN_DECADES`` decades either side of the
+    parameter's value, evaluated in float64 on the whole scan at once (:func:`_difference`), each
+    sign change refined with brentq; a scan point where the difference is exactly zero is a root."""
     from scipy.optimize import brentq
 
-    centre = float(values.get(parameter, 1.0))
-    others = {s: float(v) for s, v in values.items() if s != parameter and s in difference.free_symbols}
-    function = implicit.numpy_evaluator(difference, [parameter, *others])
-    points = [centre * 10 ** (SCAN_DECADES * (2 * k / (SCAN_POINTS - 1) - 1)) for k in range(SCAN_POINTS)]
-    scan = function(points, *others.values())
+    points = _scan_points(float(values.get(parameter, 1.0)))
+    function = _difference(sa, sb, parameter, values)
+    scan = np.asarray(function(points), dtype=np.float64)
+    before, after = scan[:-1], scan[1:]
+    with np.errstate(invalid="ignore"):
+        changes = (
+            np.isfinite(before) & np.isfinite(after) & (before != 0) & (after != 0) & ((before < 0) != (after < 0))
+        )
     found: list[tuple[float, tuple[float, float]]] = []
-    for k in range(1, len(points)):
-        a, b = scan[k - 1], scan[k]
-        if not (math.isfinite(a) and math.isfinite(b)) or a == 0 or (a < 0) == (b < 0):
+    for k in np.flatnonzero((scan == 0) | np.concatenate([[False], changes])):
+        if scan[k] == 0:
+            found.append((float(points[k]), (float(points[k]), float(points[k]))))
             continue
         try:
-            root = brentq(
-                lambda x: float(function(x, *others.values())), points[k - 1], points[k], xtol=1e-300, rtol=1e-15
-            )
+            root = brentq(lambda x: float(function(x)), points[k - 1], points[k], xtol=1e-300, rtol=1e-15)
         except (ValueError, RuntimeError):
             continue
-        found.append((root, (points[k - 1], points[k])))
+        found.append((root, (float(points[k - 1]), float(points[k]))))
     return found
 
 
@@ -137,12 +128,12 @@ def _solve(sa, sb, parameter, values):
     # minutes, so those are solved numerically and said so.
     if implicit.has_roots(sa) or implicit.has_roots(sb):
         note = f"numeric root: the speeds hold implicit roots of polynomials in {parameter} (no closed form)"
-        found = bracketed_roots(sa - sb, parameter, values)
+        found = bracketed_roots(sa, sb, parameter, values)
         return [sympy.Float(r, 15) for r, _ in found], note, [b for _, b in found]
     squared = sympy.together(sympy.expand(sa**2 - sb**2))
     if not squared.is_rational_function(parameter):
         note = f"numeric root: the squared speeds are not rational functions of {parameter}"
-        return [sympy.Float(r, 15) for r in numeric_roots(sa - sb, parameter, values)], note, None
+        return [sympy.Float(r, 15) for r, _ in bracketed_roots(sa, sb, parameter, values)], note, None
     try:
         roots = _polynomial_roots(sympy.numer(squared), parameter)
     except (NotImplementedError, ValueError, TypeError, ArithmeticError, sympy.PolynomialError) as error:
@@ -153,7 +144,7 @@ def _solve(sa, sb, parameter, values):
         if roots or not any(difference.has(f) for f in _TRANSCENDENTAL):
             return roots, None, None
         note = f"numeric root: SymPy found no root of the transcendental equation in {parameter}"
-    return [sympy.Float(r, 15) for r in numeric_roots(sa - sb, parameter, values)], note, None
+    return [sympy.Float(r, 15) for r, _ in bracketed_roots(sa, sb, parameter, values)], note, None
 
 
 def crossovers(

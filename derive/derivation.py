@@ -24,7 +24,7 @@ from .float_modes import (
     float_sigma_x,
     float_sigma_yx,
 )
-from .modes import FLOAT_ZERO, PRECISION_DIGITS, Mode, find_modes, tidy, vanishes
+from .modes import FLOAT_ZERO, PRECISION_DIGITS, Mode, find_modes, singular_values, tidy, vanishes
 from .spec import Network, Pathway, Task
 from .symbols import TAU, TIME
 from .symmetry import GroupReduction, Symmetry, product, scaled_hadamard
@@ -66,26 +66,49 @@ def _forget_task(identity: int, _reference) -> None:
     _DERIVED_PATHWAYS.pop(identity, None)
 
 
-def _pathway_modes(
-    task: Task, pathway: Pathway, where: str
-) -> tuple[sympy.ImmutableMatrix, sympy.ImmutableMatrix, tuple]:
-    """``(Sigma_yx, Sigma_x, modes)`` of ``pathway`` on ``task``: numpy's SVD of the float64
-    correlations for large numeric data (:mod:`derive.float_modes`), exact modes otherwise."""
+def _derived(task: Task) -> dict:
+    """What is derived of ``task``'s pathways so far (see :data:`_DERIVED_PATHWAYS`)."""
     identity = id(task)
     held = _DERIVED_PATHWAYS.get(identity)
     if held is None or held[0]() is not task:
         held = (weakref.ref(task, partial(_forget_task, identity)), {})
         _DERIVED_PATHWAYS[identity] = held
-    in_floats = derives_in_floats(task)  # part of the key: the route can be switched for one task
-    key = (in_floats, pathway.active, pathway.inputs, pathway.outputs)
-    if key not in held[1]:
-        if in_floats:
+    return held[1]
+
+
+def _pathway_key(task: Task, pathway: Pathway) -> tuple:
+    # the float route is part of the key: it can be switched for one task
+    return (derives_in_floats(task), pathway.active, pathway.inputs, pathway.outputs)
+
+
+def _pathway_modes(
+    task: Task, pathway: Pathway, where: str
+) -> tuple[sympy.ImmutableMatrix, sympy.ImmutableMatrix, tuple]:
+    """``(Sigma_yx, Sigma_x, modes)`` of ``pathway`` on ``task``: numpy's SVD of the float64
+    correlations for large numeric data (:mod:`derive.float_modes`), exact modes otherwise."""
+    derived = _derived(task)
+    key = _pathway_key(task, pathway)
+    if key not in derived:
+        if key[0]:
             syx_array, sx_array = float_sigma_yx(task, pathway), float_sigma_x(task, pathway, pathway)
-            held[1][key] = (as_sympy(syx_array), as_sympy(sx_array), tuple(float_modes(syx_array, sx_array)))
+            derived[key] = (as_sympy(syx_array), as_sympy(sx_array), tuple(float_modes(syx_array, sx_array)))
         else:
             syx, sx = sigma_yx(task, pathway), sigma_x(task, pathway, pathway)
-            held[1][key] = (syx, sx, tuple(find_modes(syx, sx, where)))
-    return held[1][key]
+            derived[key] = (syx, sx, tuple(find_modes(syx, sx, where)))
+    return derived[key]
+
+
+def _pathway_singular_values(task: Task, pathway: Pathway, where: str) -> tuple[sympy.Expr, ...]:
+    """The ``s`` of every mode of ``pathway`` (:func:`_pathway_modes`, in its order), from the
+    modes where they are derived, else from the eigenvalues alone
+    (:func:`derive.modes.singular_values`): a crossover with a network needs no more of it."""
+    derived = _derived(task)
+    key = _pathway_key(task, pathway)
+    if key[0] or key in derived:
+        return tuple(m.s for m in _pathway_modes(task, pathway, where)[2])
+    if ("singular values", key) not in derived:
+        derived[("singular values", key)] = tuple(singular_values(sigma_yx(task, pathway), where))
+    return derived[("singular values", key)]
 
 
 @dataclass(frozen=True)
@@ -473,9 +496,20 @@ class NetworkDerivation:
 
     @cached_property
     def speed_candidates(self) -> tuple[sympy.Expr, ...]:
-        """The distinct singular values; the network's speed is their maximum."""
+        """The distinct singular values; the network's speed is their maximum. Where the modes are
+        not derived yet (a crossover with another network asks), from the eigenvalues alone."""
+        if "pathways" in self.__dict__:
+            values = self.singular_values
+        else:
+            values = tuple(
+                s
+                for pathway in self.network.pathways
+                for s in _pathway_singular_values(
+                    self.task, pathway, f"network {self.network.name!r} pathway {pathway.name!r}"
+                )
+            )
         distinct: list[sympy.Expr] = []
-        for s in self.singular_values:
+        for s in values:
             if not any(vanishes(s - other) for other in distinct):
                 distinct.append(s)
         return tuple(distinct)

@@ -181,46 +181,69 @@ def _reduced(expr: sympy.Expr, generators: dict) -> sympy.Expr:
     return sympy.expand(expr)
 
 
-def jax_root_values(roots, args):
-    """A function ``f(*values) -> list of jax arrays``: each root of ``roots`` at the parameter
-    values ``values`` (in the order of ``args``), broadcast over their shapes. Each polynomial's
-    roots are the eigenvalues of its companion matrix, sorted (largest first) and polished by
-    Newton steps on the polynomial in float64; one polynomial serves all of its roots."""
-    import jax.numpy as jnp
+def monic_coefficients(polynomial: sympy.Expr) -> list[sympy.Expr]:
+    """The coefficients of ``polynomial`` in :data:`VARIABLE` after the leading one, divided by it
+    (``z^n + c_1 z^(n-1) + ... + c_n``): polynomials in the parameters."""
+    coefficients = sympy.Poly(polynomial, VARIABLE).all_coeffs()
+    leading = coefficients[0]
+    if leading.free_symbols:
+        raise ValueError(f"{polynomial_name(polynomial)}: leading coefficient depends on the parameters")
+    return [sympy.expand(c / leading) for c in coefficients[1:]]
 
+
+#: Newton steps that polish each eigenvalue of a companion matrix on its polynomial: full float64
+#: accuracy for simple roots
+NEWTON_STEPS = 3
+
+
+def sorted_roots(c, xp):
+    """Every root of ``z^n + c_1 z^(n-1) + ... + c_n`` (``c`` of shape ``(..., n)``, real roots),
+    largest first, with the array module ``xp`` (numpy, or jax.numpy inside compiled code): the
+    eigenvalues of the companion matrix, polished by :data:`NEWTON_STEPS` Newton steps on the
+    polynomial."""
+    shape, degree = c.shape[:-1], c.shape[-1]
+    rows = xp.arange(1, degree)
+    if xp.__name__ == "numpy":
+        companion = xp.zeros((*shape, degree, degree))
+        companion[..., 0, :] = -c
+        companion[..., rows, rows - 1] = 1.0
+        found = xp.sort(xp.linalg.eigvals(companion).real, axis=-1)[..., ::-1]
+    else:
+        companion = xp.zeros((*shape, degree, degree), dtype=c.dtype).at[..., 0, :].set(-c)
+        companion = companion.at[..., rows, rows - 1].set(1.0)
+        found = xp.sort(xp.real(xp.linalg.eigvals(companion)), axis=-1)[..., ::-1]
+    full = xp.concatenate([xp.ones((*shape, 1), dtype=c.dtype), c], -1)
+    for _ in range(NEWTON_STEPS):
+        value, slope = xp.zeros_like(found), xp.zeros_like(found)
+        for k in range(degree + 1):
+            slope = slope * found + value
+            value = value * found + full[..., k : k + 1]
+        found = found - xp.where(slope != 0, value / xp.where(slope != 0, slope, 1.0), 0.0)
+    return found
+
+
+def root_evaluator(roots, args, module: str = "jax"):
+    """A function ``f(*values) -> list of arrays``: each root of ``roots`` at the parameter values
+    ``values`` (in the order of ``args``), broadcast over their shapes, computed with ``module``
+    (``"jax"`` inside compiled code, ``"numpy"`` on the host) by :func:`sorted_roots`; one
+    polynomial serves all of its roots."""
+    import importlib
+
+    xp = importlib.import_module("jax.numpy" if module == "jax" else "numpy")
     polynomials: dict[sympy.Expr, list[int]] = {}
     for position, root in enumerate(roots):
         polynomials.setdefault(root.polynomial, []).append(position)
     evaluators = []
     for polynomial, positions in polynomials.items():
-        coefficients = sympy.Poly(polynomial, VARIABLE).all_coeffs()
-        leading = coefficients[0]
-        if leading.free_symbols:
-            raise ValueError(f"{polynomial_name(polynomial)}: leading coefficient depends on the parameters")
-        normalised = [sympy.expand(c / leading) for c in coefficients[1:]]
-        compiled = sympy.lambdify(list(args), normalised, modules="jax")
-        evaluators.append((compiled, len(normalised), positions, [roots[p].index for p in positions]))
+        compiled = sympy.lambdify(list(args), monic_coefficients(polynomial), modules=module)
+        evaluators.append((compiled, positions, [roots[p].index for p in positions]))
 
     def evaluate(*values):
         results: list = [None] * len(roots)
-        for compiled, degree, positions, indices in evaluators:
-            raw = [jnp.asarray(c, dtype=jnp.float64) for c in compiled(*values)]
-            shape = jnp.broadcast_shapes(*(c.shape for c in raw))
-            c = jnp.stack([jnp.broadcast_to(r, shape) for r in raw], -1)  # (..., degree): z^n + c1 z^(n-1) + ...
-            companion = jnp.zeros((*shape, degree, degree), dtype=jnp.float64)
-            companion = companion.at[..., 0, :].set(-c)
-            if degree > 1:
-                companion = companion.at[..., jnp.arange(1, degree), jnp.arange(degree - 1)].set(1.0)
-            found = jnp.sort(jnp.real(jnp.linalg.eigvals(companion)), axis=-1)[..., ::-1]
-            full = jnp.concatenate([jnp.ones((*shape, 1)), c], -1)
-            for _ in range(3):  # Newton on the polynomial: full float64 accuracy for simple roots
-                value = jnp.zeros_like(found)
-                slope = jnp.zeros_like(found)
-                for k in range(degree + 1):
-                    slope = slope * found + value
-                    value = value * found + full[..., k : k + 1]
-                step = jnp.where(slope != 0, value / jnp.where(slope != 0, slope, 1.0), 0.0)
-                found = found - step
+        for compiled, positions, indices in evaluators:
+            raw = [xp.asarray(c, dtype=xp.float64) for c in compiled(*values)]
+            shape = xp.broadcast_shapes(*(c.shape for c in raw))
+            found = sorted_roots(xp.stack([xp.broadcast_to(r, shape) for r in raw], -1), xp)
             for position, index in zip(positions, indices):
                 results[position] = found[..., index]
         return results
@@ -228,41 +251,29 @@ def jax_root_values(roots, args):
     return evaluate
 
 
+def jax_root_values(roots, args):
+    """:func:`root_evaluator` in JAX, for compiled code."""
+    return root_evaluator(roots, args, "jax")
+
+
 def numpy_evaluator(expr: sympy.Expr, symbols):
-    """``f(*arrays) -> array``: ``expr`` (holding implicit roots) evaluated in float64 with numpy,
-    vectorised over the parameter arrays. Each root comes from the eigenvalues of its
-    polynomial's companion matrix at every point, sorted, polished by Newton steps."""
+    """``f(*arrays) -> array``: ``expr`` evaluated in float64 with numpy, vectorised over the
+    parameter arrays, each implicit root from its polynomial (:func:`root_evaluator`); NaN (or
+    inf) where it has no finite real value."""
     import numpy as np
 
     roots = sorted(roots_in(expr), key=sympy.default_sort_key)
     dummies = [sympy.Dummy(f"r{k}") for k in range(len(roots))]
-    body = sympy.lambdify([*symbols, *dummies], expr.xreplace(dict(zip(roots, dummies))), modules="numpy")
-    coefficient_functions = []
-    for root in roots:
-        coefficients = sympy.Poly(root.polynomial, VARIABLE).all_coeffs()
-        normalised = [sympy.expand(c / coefficients[0]) for c in coefficients[1:]]
-        coefficient_functions.append((sympy.lambdify(list(symbols), normalised, modules="numpy"), root.index))
+    # algebraic numbers with no radical form have no numpy printer: they enter as their values
+    numbers = {r: r.evalf(30) for r in expr.atoms(sympy.CRootOf)}
+    body = sympy.lambdify(
+        [*symbols, *dummies], expr.xreplace({**numbers, **dict(zip(roots, dummies))}), modules="numpy"
+    )
+    root_values = root_evaluator(roots, symbols, "numpy")
 
     def evaluate(*values):
         arrays = [np.asarray(v, dtype=np.float64) for v in values]
-        shape = np.broadcast_shapes(*(a.shape for a in arrays)) if arrays else ()
-        root_values = []
-        for function, index in coefficient_functions:
-            c = np.stack([np.broadcast_to(np.asarray(x, dtype=np.float64), shape) for x in function(*arrays)], -1)
-            degree = c.shape[-1]
-            companion = np.zeros((*shape, degree, degree))
-            companion[..., 0, :] = -c
-            companion[..., np.arange(1, degree), np.arange(degree - 1)] = 1.0
-            found = np.sort(np.linalg.eigvals(companion).real, axis=-1)[..., ::-1]
-            full = np.concatenate([np.ones((*shape, 1)), c], -1)
-            for _ in range(3):
-                value, slope = np.zeros_like(found), np.zeros_like(found)
-                for k in range(degree + 1):
-                    slope = slope * found + value
-                    value = value * found + full[..., k : k + 1]
-                found = found - np.divide(value, slope, out=np.zeros_like(value), where=slope != 0)
-            root_values.append(found[..., index])
         with np.errstate(all="ignore"):
-            return np.asarray(body(*arrays, *root_values), dtype=np.float64)
+            return np.asarray(body(*arrays, *root_values(*arrays)), dtype=np.float64)
 
     return evaluate

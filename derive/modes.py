@@ -22,6 +22,7 @@ Anything else is reported, not guessed.
 
 from __future__ import annotations
 
+import functools
 import random
 from dataclasses import dataclass
 from typing import Any
@@ -369,28 +370,39 @@ def _rational_function_eigenspace(block: sympy.Matrix, value: sympy.Expr, symbol
 
 def _adjugate_columns(matrix: DomainMatrix, charpoly: list, factor: sympy.Poly, z: sympy.Symbol) -> list:
     """The columns of ``adj(zI - B)`` reduced modulo ``factor``, each as ``(diagonal entry, column)``
-    (``(0, None)`` where it is zero modulo ``factor``).
+    (``(0, None)`` where it is zero modulo ``factor``), entries expanded.
 
     With ``p(x) = sum_j c_j x^j`` the characteristic polynomial,
-    ``adj(zI - B) = sum_j c_j sum_{i < j} z^(j-1-i) B^i``: a Krylov sequence per column."""
+    ``adj(zI - B) = sum_i q_i(z) B^i`` with ``q_i(z) = sum_{j > i} c_j z^(j-1-i)``: a Krylov
+    sequence per column. The arithmetic is in the polynomial ring ``Q[z, parameters]``, where
+    reducing modulo ``factor`` (monic in ``z`` up to a sign: it divides a monic polynomial) is one
+    division by it; SymPy expressions appear only at the end."""
     n = matrix.shape[0]
     ring = matrix.domain
-    c = list(reversed(charpoly))  # c[j]: the coefficient of z^j
-    divisor = sympy.Poly(factor.as_expr(), z)
+    big = QQ[(z, *ring.symbols)] if ring.is_PolynomialRing else QQ[z]
+    c = [big.from_sympy(sympy.sympify(e)) for e in reversed(charpoly)]  # c[j]: the coefficient of z^j
+    variable = big.from_sympy(z)
+    q = []
+    for i in range(n):
+        total = big.zero
+        for j in range(n, i, -1):  # Horner in z: c_n z^(n-1-i) + ... + c_(i+1)
+            total = total * variable + c[j]
+        q.append(total)
+    divisor = big.from_sympy(factor.as_expr())
     found: list = []
     for m in range(n):
         krylov = [DomainMatrix([[ring.one if i == m else ring.zero] for i in range(n)], (n, 1), ring)]
         for _ in range(n - 1):
             krylov.append(matrix * krylov[-1])
-        powers = [[ring.to_sympy(row[0]) for row in k.to_list()] for k in krylov]
+        powers = [[big.convert_from(row[0], ring) for row in k.to_list()] for k in krylov]
         column = []
         for i in range(n):
-            entry = sympy.Integer(0)
-            for j in range(1, n + 1):
-                for power in range(j):
-                    entry += c[j] * z ** (j - 1 - power) * powers[power][i]
-            column.append(sympy.Poly(sympy.expand(entry), z).rem(divisor).as_expr())
-        found.append((column[m], [sympy.expand(e) for e in column]) if any(e != 0 for e in column) else (0, None))
+            entry = big.zero
+            for power in range(n):
+                if powers[power][i]:
+                    entry += q[power] * powers[power][i]
+            column.append(big.to_sympy(entry.rem(divisor)))
+        found.append((column[m], column) if any(e != 0 for e in column) else (0, None))
     if not any(c for _, c in found):
         raise DerivationError("no column of the adjugate is non-zero at a simple eigenvalue (not a simple root)")
     return found
@@ -491,13 +503,20 @@ def _root(value: sympy.Expr, kind: str) -> sympy.Expr:
     return sympy.sqrt(value)
 
 
+@functools.lru_cache(maxsize=4096)
+def _factored(expr: sympy.Expr) -> sympy.Expr:
+    """``factor(expr)``, once per expression: a vector's entries repeat (targets that copy a
+    feature), and factoring an entry with a parametric radical takes tens of milliseconds."""
+    return sympy.factor(expr)
+
+
 def _normalised(vector: sympy.Matrix, kind: str, field) -> sympy.ImmutableMatrix:
     vector = vector.applyfunc(lambda e: _canonical(e, field))
     norm = _root(_canonical((vector.T * vector)[0, 0], field), kind)
     if kind == "implicit":
         return sympy.ImmutableMatrix(vector.applyfunc(lambda e: e / norm if e != 0 else e))
     if kind == "parametric":
-        return sympy.ImmutableMatrix(vector.applyfunc(lambda e: sympy.factor(e / norm)))
+        return sympy.ImmutableMatrix(vector.applyfunc(lambda e: _factored(e / norm)))
     return sympy.ImmutableMatrix(vector.applyfunc(lambda e: e / norm if e != 0 else e))
 
 
@@ -533,63 +552,81 @@ def _diagonalise_inside(raw_v: list[sympy.Matrix], sigma_x: sympy.Matrix) -> lis
     return basis
 
 
-def find_modes(sigma_yx: sympy.Matrix, sigma_x: sympy.Matrix, where: str) -> list[Mode]:
-    """The non-zero modes of one pathway's effective dataset."""
+def _gram(sigma_yx: sympy.Matrix) -> tuple[sympy.Matrix, bool]:
+    """The Gram matrix of the smaller side of ``sigma_yx``, and whether that is the output side."""
     rows, cols = sigma_yx.shape
     left = rows <= cols
-    gram = (sigma_yx * sigma_yx.T if left else sigma_yx.T * sigma_yx).applyfunc(sympy.expand)
-    modes = []
+    return (sigma_yx * sigma_yx.T if left else sigma_yx.T * sigma_yx).applyfunc(sympy.expand), left
+
+
+def _spaces(gram: sympy.Matrix, where: str):
+    """``(block indices, eigenspace)`` of every non-zero eigenspace of ``gram``, block by block."""
     for block_indices in _blocks(gram):
         block = gram.extract(block_indices, block_indices)
         if all(vanishes(e) for e in block):
             continue
         for space in _eigenspaces(block, where):
-            if space.kind == "implicit":
-                modes.append(_implicit_mode(sigma_yx, sigma_x, space, tuple(block_indices), left))
-                continue
-            in_field = _modes_in_field(sigma_yx, sigma_x, space, block_indices, left, gram.rows)
-            if in_field is not None:
-                modes.extend(in_field)
-                continue
-            raw_u, raw_v = [], []
-            for block_vector in space.vectors:
-                vector = sympy.zeros(gram.rows, 1)
-                for position, index in enumerate(block_indices):
-                    vector[index] = block_vector[position]
-                other = (sigma_yx.T * vector if left else sigma_yx * vector).applyfunc(sympy.expand)
-                raw_u.append(vector if left else other)
-                raw_v.append(other if left else vector)
-            if len(raw_v) > 1 and space.kind == "rational":
-                # v_raw = A c for the same rational change of basis c in both sides: rotate u alike
-                refined = _diagonalise_inside(raw_v, sigma_x)
-                if refined is not None:
-                    rotation = _coordinates(raw_v, refined)
-                    raw_u = [
-                        sum((rotation[i][k] * raw_u[k] for k in range(len(raw_u))), sympy.zeros(raw_u[0].rows, 1))
-                        for i in range(len(refined))
-                    ]
-                    raw_v = refined
-            s = _root(space.value, space.kind)
-            for u_raw, v_raw in zip(raw_u, raw_v):
-                # d is a ratio of polynomials in the unnormalised vector: kept exact and short
-                d = _ratio((v_raw.T * sigma_x * v_raw)[0, 0], (v_raw.T * v_raw)[0, 0], space.kind, space.field)
-                u, v = _normalised(u_raw, space.kind, space.field), _normalised(v_raw, space.kind, space.field)
-                raw_norm2 = _canonical(((u_raw if left else v_raw).T * (u_raw if left else v_raw))[0, 0], space.field)
-                if space.kind == "numeric":  # keep the floats normalised: unit gram-side vector
-                    u_raw, v_raw, raw_norm2 = (u, v * s, sympy.Integer(1)) if left else (u * s, v, sympy.Integer(1))
-                modes.append(
-                    Mode(
-                        s=s,
-                        d=d,
-                        u=u,
-                        v=v,
-                        kind=space.kind,
-                        degree=space.degree,
-                        u_raw=sympy.ImmutableMatrix(u_raw.applyfunc(lambda e: _canonical(e, space.field))),
-                        v_raw=sympy.ImmutableMatrix(v_raw.applyfunc(lambda e: _canonical(e, space.field))),
-                        raw_norm2=raw_norm2,
-                    )
+            yield block_indices, space
+
+
+def singular_values(sigma_yx: sympy.Matrix, where: str) -> list[sympy.Expr]:
+    """The ``s`` of every mode of :func:`find_modes`, in its order, without their vectors: what a
+    crossover with another network needs (normalising parametric vectors is most of the work)."""
+    gram, _ = _gram(sigma_yx)
+    return [_root(space.value, space.kind) for _, space in _spaces(gram, where) for _ in space.vectors]
+
+
+def find_modes(sigma_yx: sympy.Matrix, sigma_x: sympy.Matrix, where: str) -> list[Mode]:
+    """The non-zero modes of one pathway's effective dataset."""
+    gram, left = _gram(sigma_yx)
+    modes = []
+    for block_indices, space in _spaces(gram, where):
+        if space.kind == "implicit":
+            modes.append(_implicit_mode(sigma_yx, sigma_x, space, tuple(block_indices), left))
+            continue
+        in_field = _modes_in_field(sigma_yx, sigma_x, space, block_indices, left, gram.rows)
+        if in_field is not None:
+            modes.extend(in_field)
+            continue
+        raw_u, raw_v = [], []
+        for block_vector in space.vectors:
+            vector = sympy.zeros(gram.rows, 1)
+            for position, index in enumerate(block_indices):
+                vector[index] = block_vector[position]
+            other = (sigma_yx.T * vector if left else sigma_yx * vector).applyfunc(sympy.expand)
+            raw_u.append(vector if left else other)
+            raw_v.append(other if left else vector)
+        if len(raw_v) > 1 and space.kind == "rational":
+            # v_raw = A c for the same rational change of basis c in both sides: rotate u alike
+            refined = _diagonalise_inside(raw_v, sigma_x)
+            if refined is not None:
+                rotation = _coordinates(raw_v, refined)
+                raw_u = [
+                    sum((rotation[i][k] * raw_u[k] for k in range(len(raw_u))), sympy.zeros(raw_u[0].rows, 1))
+                    for i in range(len(refined))
+                ]
+                raw_v = refined
+        s = _root(space.value, space.kind)
+        for u_raw, v_raw in zip(raw_u, raw_v):
+            # d is a ratio of polynomials in the unnormalised vector: kept exact and short
+            d = _ratio((v_raw.T * sigma_x * v_raw)[0, 0], (v_raw.T * v_raw)[0, 0], space.kind, space.field)
+            u, v = _normalised(u_raw, space.kind, space.field), _normalised(v_raw, space.kind, space.field)
+            raw_norm2 = _canonical(((u_raw if left else v_raw).T * (u_raw if left else v_raw))[0, 0], space.field)
+            if space.kind == "numeric":  # keep the floats normalised: unit gram-side vector
+                u_raw, v_raw, raw_norm2 = (u, v * s, sympy.Integer(1)) if left else (u * s, v, sympy.Integer(1))
+            modes.append(
+                Mode(
+                    s=s,
+                    d=d,
+                    u=u,
+                    v=v,
+                    kind=space.kind,
+                    degree=space.degree,
+                    u_raw=sympy.ImmutableMatrix(u_raw.applyfunc(lambda e: _canonical(e, space.field))),
+                    v_raw=sympy.ImmutableMatrix(v_raw.applyfunc(lambda e: _canonical(e, space.field))),
+                    raw_norm2=raw_norm2,
                 )
+            )
     return modes
 
 

@@ -103,6 +103,23 @@ def scaled_hadamard(
     return result
 
 
+def _rational_domain(domain) -> bool:
+    """Whether ``domain`` is ``Z``, ``Q``, or polynomials or rational functions over them."""
+    if domain.is_ZZ or domain.is_QQ:
+        return True
+    return (domain.is_PolynomialRing or domain.is_FractionField) and (domain.domain.is_ZZ or domain.domain.is_QQ)
+
+
+def _pseudo_inverse(gram: DomainMatrix) -> DomainMatrix:
+    """The Moore-Penrose pseudo-inverse of a symmetric matrix over a field, exactly: with ``P`` the
+    orthogonal projector onto its null space, ``G^+ = (G + P)^-1 - P``."""
+    null = gram.nullspace()
+    if null.shape[0] == 0:
+        return gram.inv()
+    projector = null.transpose() * (null * null.transpose()).inv() * null
+    return (gram + projector).inv() - projector
+
+
 def entries(matrix: DomainMatrix) -> list[list[sympy.Expr]]:
     domain = matrix.domain
     return [[_to_sympy(domain, e) for e in row] for row in matrix.to_list()]
@@ -297,6 +314,14 @@ class Symmetry:
         d = self.derivation
         outputs: list[sympy.Expr] = []
         inputs: list[sympy.Expr] = []
+        implicit_roots = self._has_implicit(p) or any(self._has_implicit(q) for q in range(len(d.pathways)) if q != p)
+        if implicit_roots and self._rational_data:
+            for q in range(len(d.pathways)):
+                if q != p:
+                    norm_out, norm_in = self._span_norms(p, q)
+                    outputs.append(norm_out)
+                    inputs.append(norm_in)
+            return outputs, inputs
         u_p, v_p = self.comparison_vectors[p]
         scale_p = [1 / self._raw(m, exact=False)[2] for m in d.pathways[p].modes]
         for q in range(len(d.pathways)):
@@ -323,6 +348,64 @@ class Symmetry:
                 found.append(sympy.N(norm, PRECISION_DIGITS + 10) if algebraic.has_roots(norm) else tidy(norm))
         return outputs, inputs
 
+    def _has_implicit(self, p: int) -> bool:
+        return any(m.kind == "implicit" for m in self.derivation.pathways[p].modes)
+
+    def _span_norms(self, p: int, q: int) -> tuple[sympy.Expr, sympy.Expr]:
+        """:meth:`_overlap_norms` of ``p`` and ``q`` without their modes' vectors:
+        ``tr(E^T M_p E M_q)`` and ``tr(S^T N_p S N_q)`` with ``E = E_p^T E_q``,
+        ``S = Sigma_x(q, p)^T`` and each pathway's :meth:`_span_maps`. With implicit roots the sums
+        over a block's modes are symmetric functions of its polynomial's roots, rational in the
+        parameters: here they are that rational function, exactly and at once."""
+        m_p, n_p = self._span_maps(p)
+        m_q, n_q = self._span_maps(q)
+        overlap = self.overlap(p, q)
+        correlation = self.correlation(q, p).transpose()
+
+        def trace(matrix: DomainMatrix) -> sympy.Expr:
+            domain = matrix.domain
+            total = domain.zero
+            for k in range(matrix.shape[0]):
+                total += matrix[k, k].element
+            return domain.to_sympy(total)
+
+        return (
+            trace(product(overlap.transpose(), m_p, overlap, m_q)),
+            trace(product(correlation.transpose(), n_p, correlation, n_q)),
+        )
+
+    @cached_property
+    def _rational_data(self) -> bool:
+        """Whether every correlation of the network is a rational function of the parameters with
+        rational coefficients, so that :meth:`_span_maps` are exact linear algebra over a field
+        (an algebraic number taken as a generator would be treated as a free symbol)."""
+        d = self.derivation
+        count = len(d.pathways)
+        matrices = [domain_matrix(pd.sigma_yx) for pd in d.pathways]
+        matrices += [self.correlation(q, p) for p in range(count) for q in range(count) if q != p]
+        return all(_rational_domain(m.domain) for m in matrices)
+
+    @cached_property
+    def _span_cache(self) -> dict:
+        return {}
+
+    def _span_maps(self, p: int) -> tuple[DomainMatrix, DomainMatrix]:
+        """``(M, N)`` of pathway ``p``: ``M = sum_k u_raw u_raw^T / n_k`` and
+        ``N = sum_k v_raw v_raw^T / (n_k s_k^2)`` over all its modes (``n_k`` the raw norm), the
+        matrices whose traces against another pathway's are :meth:`_overlap_norms`, computed from
+        ``A = Sigma_yx(p)`` alone, exactly over the field of its entries: with ``G`` the Gram matrix
+        of the smaller side and ``G^+`` its pseudo-inverse, ``M = G G^+`` and ``N = A^T G^+ A``
+        where ``G = A A^T`` (the modes' unit vectors span the range, ``n_k`` on the output side),
+        ``M = A A^T`` and ``N = G^+`` where ``G = A^T A``."""
+        if p not in self._span_cache:
+            a = domain_matrix(self.derivation.pathways[p].sigma_yx).to_field()
+            rows, cols = a.shape
+            left = rows <= cols
+            gram = a * a.transpose() if left else a.transpose() * a
+            pseudo = _pseudo_inverse(gram)
+            self._span_cache[p] = (gram * pseudo, a.transpose() * pseudo * a) if left else (a * a.transpose(), pseudo)
+        return self._span_cache[p]
+
     @cached_property
     def groups(self) -> tuple[tuple[int, ...], ...]:
         """Pathways with the same depth, the same singular classes (value, multiplicity and mean
@@ -336,12 +419,19 @@ class Symmetry:
         def same_class(a, b):
             return a[0] == b[0] and vanishes(a[1] - b[1]) and vanishes(a[2] - b[2])
 
-        signatures = []
-        for p, pathway_derivation in enumerate(d.pathways):
-            outputs, inputs = self._overlap_norms(p)
-            signatures.append(
-                (pathway_derivation.pathway.depth, [class_key(c) for c in self.classes[p]], outputs, inputs)
-            )
+        signatures = [
+            (pathway_derivation.pathway.depth, [class_key(c) for c in self.classes[p]])
+            for p, pathway_derivation in enumerate(d.pathways)
+        ]
+        # the overlaps are the costly part of a signature (with implicit roots, sums over a block's
+        # modes): computed only for a pathway whose depth and classes match another's
+        norms: dict[int, tuple[list, list]] = {}
+
+        def overlaps(p: int) -> tuple[list, list]:
+            if p not in norms:
+                norms[p] = self._overlap_norms(p)
+            return norms[p]
+
         groups: list[list[int]] = []
         for p, sig in enumerate(signatures):
             for group in groups:
@@ -349,8 +439,8 @@ class Symmetry:
                 if (
                     sig[0] == other[0]
                     and same_multiset(sig[1], other[1], same_class)
-                    and same_multiset(sig[2], other[2])
-                    and same_multiset(sig[3], other[3])
+                    and same_multiset(overlaps(p)[0], overlaps(group[0])[0])
+                    and same_multiset(overlaps(p)[1], overlaps(group[0])[1])
                 ):
                     group.append(p)
                     break

@@ -63,31 +63,45 @@ def _in_float_range(expr: sympy.Expr) -> sympy.Expr:
     return expr.xreplace(big) if big else expr
 
 
-def compile_expressions(exprs, args: Sequence[sympy.Symbol], name: str = "compiled", *, cache_key: str | None = None):
-    """Lambdify ``exprs`` over ``args`` with the JAX printer once, and jit once.
+def compile_expressions(
+    exprs,
+    args: Sequence[sympy.Symbol],
+    name: str = "compiled",
+    *,
+    cache_key: str | None = None,
+    backend: str = "jax",
+):
+    """Lambdify ``exprs`` over ``args`` once: with the JAX printer, jitted (``backend="jax"``, for
+    compiled programs), or with numpy (``backend="numpy"``, for numbers on the host: no XLA
+    compilation, which for large expressions takes seconds).
 
     The returned function takes the arguments positionally in the order of ``args``
-    (written into its docstring) and returns a JAX array shaped like ``exprs``.
-    Arguments may be arrays; use ``jax.vmap`` over the result to map over grids. Expressions
-    free of ``args`` are evaluated exactly first (:func:`exact_constants`), so their float64
-    values are correctly rounded whatever their form. With ``cache_key`` (a derivation's
-    :func:`derive.cache.derivation_key`) those constants are kept under ``name`` in the
-    derivation's cache entry, and a warm run evaluates nothing in SymPy.
+    (written into its docstring) and returns an array shaped like ``exprs``, followed by the
+    broadcast shape of the values (arguments may be arrays: every point of a grid in one call;
+    or use ``jax.vmap`` over the JAX function). Expressions free of ``args`` are evaluated exactly
+    first (:func:`exact_constants`), so their float64 values are correctly rounded whatever their
+    form. With ``cache_key`` (a derivation's :func:`derive.cache.derivation_key`) those constants
+    are kept under ``name`` in the derivation's cache entry, and a warm run evaluates nothing in
+    SymPy.
     """
+    if backend not in ("jax", "numpy"):
+        raise ValueError(f"unknown backend {backend!r}")
     flat = [sympy.sympify(e) for e in (exprs if isinstance(exprs, (list, tuple)) else [exprs])]
     single = not isinstance(exprs, (list, tuple))
-    memo_key = (tuple(flat), tuple(args), single)
+    memo_key = (tuple(flat), tuple(args), single, backend)
     if memo_key not in _COMPILED:
-        _COMPILED[memo_key] = _compile(flat, args, single, name, cache_key)
+        _COMPILED[memo_key] = _compile(flat, args, single, name, cache_key, backend)
     return _COMPILED[memo_key]
 
 
-#: compiled functions of this process by expressions and arguments: networks that share a
-#: pathway (the search's candidates, a task's networks and the data they all read) compile it once
+#: compiled functions of this process by expressions, arguments and backend: networks that share
+#: a pathway (the search's candidates, a task's networks and the data they all read) compile it once
 _COMPILED: dict[tuple, Callable] = {}
 
 
-def _compile(flat: list[sympy.Expr], args: Sequence[sympy.Symbol], single: bool, name: str, cache_key: str | None):
+def _compile(
+    flat: list[sympy.Expr], args: Sequence[sympy.Symbol], single: bool, name: str, cache_key: str | None, backend: str
+):
 
     def split():
         arguments = set(args)
@@ -109,13 +123,20 @@ def _compile(flat: list[sympy.Expr], args: Sequence[sympy.Symbol], single: bool,
     stand_ins = [sympy.Dummy(f"root{k}") for k in range(len(implicit_roots))]
     numbers.update(zip(implicit_roots, stand_ins))
     exprs = [_in_float_range(flat[k].xreplace(numbers)) for k in varying]
-    raw = sympy.lambdify([*args, *stand_ins], exprs, modules="jax", cse=True)
-    root_values = implicit.jax_root_values(implicit_roots, args) if implicit_roots else None
+    raw = sympy.lambdify([*args, *stand_ins], exprs, modules=backend, cse=True)
+    root_values = implicit.root_evaluator(implicit_roots, args, backend) if implicit_roots else None
+    xp = jnp if backend == "jax" else np
 
     def evaluate(*values):
         extra = root_values(*values) if root_values is not None else []
-        results = [jnp.asarray(r, dtype=jnp.float64) for r in raw(*values, *extra)] if varying else []
-        shape = jnp.broadcast_shapes(*(r.shape for r in results))
+        results = [xp.asarray(r, dtype=xp.float64) for r in raw(*values, *extra)] if varying else []
+        shape = xp.broadcast_shapes(*(r.shape for r in results))
+        if backend == "numpy":
+            stacked = np.empty((len(flat), *shape))
+            stacked[...] = constants.reshape(-1, *([1] * len(shape)))
+            for k, r in zip(varying, results):
+                stacked[k] = r
+            return stacked[0] if single else stacked
         stacked = jnp.broadcast_to(jnp.asarray(constants), (*shape, len(flat)))
         if varying:
             stacked = stacked.at[..., jnp.asarray(varying)].set(
@@ -126,6 +147,14 @@ def _compile(flat: list[sympy.Expr], args: Sequence[sympy.Symbol], single: bool,
 
     evaluate.__name__ = name
     evaluate.__doc__ = f"{name}({_names(args)}) -> array of {len(flat)} expression(s)"
+    if backend == "numpy":
+
+        def quiet(*values):
+            with np.errstate(all="ignore"):  # a value with no finite number is NaN or inf, as in JAX
+                return evaluate(*(np.asarray(v, dtype=np.float64) for v in values))
+
+        quiet.__name__, quiet.__doc__ = evaluate.__name__, evaluate.__doc__
+        return quiet
     return jax.jit(evaluate)
 
 

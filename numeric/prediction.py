@@ -39,7 +39,6 @@ from gdln.derive.spec import Task
 from gdln.derive.staged import StagedDerivation
 
 from .alignment import Alignment
-from .compile import compile_expressions
 from .data import NumericDataset
 from .gated_chains import GatedChains
 from .initial_conditions import (
@@ -50,6 +49,7 @@ from .initial_conditions import (
     relu_initial_strengths,
 )
 from .integrate import integrate_ode
+from .mode_values import pathway_mode_values
 from .race import CompiledNetwork, RaceResult
 from .reduced_flow import ReducedFlow, loss_of_maps
 from .types import Times
@@ -400,23 +400,20 @@ class TaskPredictions:
         ``values`` (float64; exact constants correctly rounded, kept in the derivation's cache)."""
         derivation = self.derivation(name)
         if name not in self._mode_scales:
-            # one function per pathway: networks that share a pathway compile it once
+            # one function per pathway: networks that share a pathway share it
             self._mode_scales[name] = [
-                compile_expressions(
-                    [*(m.s for m in p.modes), *(m.d for m in p.modes)],
-                    list(derivation.parameters),
-                    f"mode_scales_{name}.{p.name}",
-                    cache_key=cache.key_of(derivation),
-                )
+                pathway_mode_values(p, derivation.parameters, f"mode_scales_{name}.{p.name}", cache.key_of(derivation))
                 if p.modes
                 else None
                 for p in derivation.pathways
             ]
         out = []
-        for pathway, compiled in zip(derivation.pathways, self._mode_scales[name]):
-            flat = np.asarray(compiled(*values), dtype=np.float64) if compiled is not None else np.zeros(0)
-            count = len(pathway.modes)
-            out.append((flat[:count], flat[count:]))
+        for compiled in self._mode_scales[name]:
+            if compiled is None:
+                out.append((np.zeros(0), np.zeros(0)))
+                continue
+            modes = compiled(np.asarray(values, dtype=np.float64)[None])
+            out.append((modes.s[0], modes.d[0]))
         return out
 
     def prediction(self, name: str) -> Prediction:

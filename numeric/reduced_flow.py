@@ -26,6 +26,7 @@ from gdln.derive.derivation import NetworkDerivation
 
 from .compile import compile_expressions
 from .integrate import integrate_ode
+from .mode_values import pathway_mode_values
 from .race import RaceODE, RaceResult
 from .types import Array, ArrayLike, Float, Times, Values
 
@@ -208,7 +209,10 @@ class ReducedFlow:
         # lambdified form takes far longer to trace than the few gated sums below.
         self._data_shape = (task.num_datapoints, task.num_inputs, task.num_outputs)
         self._data = compile_expressions(
-            [*task.inputs, *task.targets], list(derivation.parameters), f"data_{derivation.network.name}"
+            [*task.inputs, *task.targets],
+            list(derivation.parameters),
+            f"data_{derivation.network.name}",
+            backend="numpy",
         )
         self._active = [np.isin(np.arange(task.num_datapoints), list(p.active)).astype(float) for p in self.pathways]
         self.overlaps = [
@@ -229,53 +233,91 @@ class ReducedFlow:
 
     @cached_property
     def _mode_values(self):
-        """The derived modes ``(s, u, v)`` of every pathway, through the one hand-off: never an SVD
-        of the data here. Compiled on first use, so a flow that never asks for its basis never
-        derives modes; one function per pathway, shared by every network with that pathway."""
+        """The derived modes of every pathway at many points (:mod:`numeric.mode_values`), through
+        the one hand-off: never an SVD of the data here. Built on first use, so a flow that never
+        asks for its basis never derives modes; one function per pathway, shared by every network
+        with that pathway."""
         derivation = self.derivation
-        compiled = [
-            compile_expressions(
-                [e for m in pathway_derivation.modes for e in (m.s, *m.u, *m.v)],
-                list(derivation.parameters),
+        return [
+            pathway_mode_values(
+                pathway_derivation,
+                derivation.parameters,
                 f"modes_{derivation.network.name}.{pathway_derivation.name}",
                 cache_key=key_of(derivation),
             )
-            for pathway_derivation in derivation.pathways
             if pathway_derivation.modes
+            else None
+            for pathway_derivation in derivation.pathways
         ]
 
-        def values_of(*values):
-            return np.concatenate([np.zeros(0), *(np.asarray(c(*values), dtype=np.float64) for c in compiled)])
-
-        return values_of
-
     def correlations(self, values):
-        """``(Sigma_yx[p], Sigma_x[j][p], tr<yy^T>)`` at ``values`` (THEORY Eq. 4), from the data.
-        Values are concrete numbers, so the gated sums run in numpy once per set of values."""
+        """``(Sigma_yx[p], Sigma_x[j][p], tr<yy^T>)`` at ``values`` (THEORY Eq. 4), from the data, in
+        numpy."""
         return self._at_values("_correlation_cache", self._correlations_at, values)
 
+    #: what the flow asks at a point (``slot``: computed for many points at once)
+    _POINT_SLOTS = {
+        "_correlation_cache": "_correlations_batch",
+        "_operand_cache": "_operands_batch",
+        "_basis_cache": "_basis_batch",
+        "_output_basis_cache": "_output_basis_batch",
+        "_minimum_cache": "_minimum_loss_batch",
+    }
+
     def _at_values(self, slot: str, compute, values):
-        """``compute(values)``, kept for the last set of values (callers ask many times at one point)."""
+        """``compute(values)``, kept for the points :meth:`prepare` was given and for the last
+        other set of values (callers ask many times at one point)."""
         key = tuple(float(v) for v in values)
         cache = self.__dict__.setdefault(slot, {})
         if key not in cache:
-            cache.clear()
+            prepared = self.__dict__.get("_prepared", set())
+            for other in [k for k in cache if k not in prepared]:
+                del cache[other]
             cache[key] = compute(values)
         return cache[key]
 
+    def prepare(self, values: Float[ArrayLike, "points parameters"]) -> None:
+        """Compute what the flow asks at each row of ``values`` (correlations, operands, modes,
+        output basis, least loss) for all rows at once, in vectorised numpy: a sweep's points then
+        cost no evaluation each. Replaces the points an earlier call prepared."""
+        values = np.atleast_2d(np.asarray(values, dtype=np.float64))
+        keys = [tuple(float(v) for v in row) for row in values]
+        self.__dict__["_prepared"] = set(keys)
+        for slot, batch in self._POINT_SLOTS.items():
+            computed = getattr(self, batch)(values)
+            self.__dict__[slot] = dict(zip(keys, computed))
+
     def _correlations_at(self, values):
+        return self._correlations_batch(np.asarray(values, dtype=np.float64)[None])[0]
+
+    def _data_batch(self, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Inputs ``(points, N, in)`` and targets ``(points, N, out)`` at every row of ``values``."""
         count, inputs, outputs = self._data_shape
-        flat = np.asarray(self._data(*values), dtype=np.float64)
-        x = flat[: count * inputs].reshape(count, inputs)
-        y = flat[count * inputs :].reshape(count, outputs)
-        sigma_yx, sigma_x = [], [[None] * len(self.pathways) for _ in self.pathways]
+        points = len(values)
+        flat = np.asarray(self._data(*values.T), dtype=np.float64)
+        flat = np.broadcast_to(flat.reshape(flat.shape[0], -1), (flat.shape[0], points)).T
+        return flat[:, : count * inputs].reshape(points, count, inputs), flat[:, count * inputs :].reshape(
+            points, count, outputs
+        )
+
+    def _correlations_batch(self, values: np.ndarray) -> list:
+        count = self._data_shape[0]
+        x, y = self._data_batch(values)
+        sigma_yx: list[np.ndarray] = []
+        sigma_x: list[list[np.ndarray]] = [[np.zeros(0)] * len(self.pathways) for _ in self.pathways]
         for p, pathway in enumerate(self.pathways):
-            xp, yp = x[:, list(pathway.inputs)], y[:, list(pathway.outputs)]
-            sigma_yx.append(jnp.asarray((yp * self._active[p][:, None]).T @ xp / count))
+            xp, yp = x[:, :, list(pathway.inputs)], y[:, :, list(pathway.outputs)]
+            sigma_yx.append(np.matmul(np.swapaxes(yp * self._active[p][None, :, None], 1, 2), xp) / count)
             for j, other in enumerate(self.pathways):
                 both = self._active[p] * self._active[j]
-                sigma_x[j][p] = jnp.asarray((x[:, list(other.inputs)] * both[:, None]).T @ xp / count)
-        return sigma_yx, sigma_x, jnp.float64(np.sum(y * y) / count)
+                sigma_x[j][p] = (
+                    np.matmul(np.swapaxes(x[:, :, list(other.inputs)] * both[None, :, None], 1, 2), xp) / count
+                )
+        power = np.sum(y * y, axis=(1, 2)) / count
+        return [
+            ([m[k] for m in sigma_yx], [[m[k] for m in row] for row in sigma_x], float(power[k]))
+            for k in range(len(values))
+        ]
 
     def maps(self, chains):
         """``W_p`` of every pathway from its weight chain (first layer first)."""
@@ -287,15 +329,28 @@ class ReducedFlow:
         return self._at_values("_operand_cache", self._operands_at, values)
 
     def _operands_at(self, values):
-        sigma_yx, sigma_x, power = self.correlations(values)
+        return self._operands_batch(np.asarray(values, dtype=np.float64)[None])[0]
+
+    def _operands_batch(self, values: np.ndarray) -> list:
+        found = []
         structure = self.structure
-        written = np.zeros((structure.num_outputs, structure.total_inputs))
-        blocks = np.zeros((structure.total_inputs, structure.total_inputs))
-        for p, pathway in enumerate(self.pathways):
-            written[np.asarray(pathway.outputs, dtype=int), structure.columns[p]] = np.asarray(sigma_yx[p])
-            for j in range(len(self.pathways)):
-                blocks[structure.columns[j], structure.columns[p]] = np.asarray(sigma_x[j][p])
-        return jnp.asarray(written), jnp.asarray(blocks), power
+        for sigma_yx, sigma_x, power in self._correlations_batch_or_cached(values):
+            written = np.zeros((structure.num_outputs, structure.total_inputs))
+            blocks = np.zeros((structure.total_inputs, structure.total_inputs))
+            for p, pathway in enumerate(self.pathways):
+                written[np.asarray(pathway.outputs, dtype=int), structure.columns[p]] = sigma_yx[p]
+                for j in range(len(self.pathways)):
+                    blocks[structure.columns[j], structure.columns[p]] = sigma_x[j][p]
+            found.append((written, blocks, power))
+        return found
+
+    def _correlations_batch_or_cached(self, values: np.ndarray) -> list:
+        """The correlations at every row of ``values``, read where held (:meth:`prepare`)."""
+        cache = self.__dict__.get("_correlation_cache", {})
+        keys = [tuple(float(v) for v in row) for row in values]
+        if all(key in cache for key in keys):
+            return [cache[key] for key in keys]
+        return self._correlations_batch(values)
 
     def ode_args(self, tau: float, values):
         """``args`` of :attr:`ode` at ``tau = 1/learning_rate`` and ``values``."""
@@ -332,8 +387,19 @@ class ReducedFlow:
         if rank is None:
             return None
         return self._at_values(
-            "_output_basis_cache", lambda v: _span_basis(np.asarray(self.operands(v)[0]), rank), values
+            "_output_basis_cache", lambda v: self._output_basis_batch(np.asarray(v, dtype=np.float64)[None])[0], values
         )
+
+    def _output_basis_batch(self, values: np.ndarray) -> list:
+        rank = self._output_rank
+        if rank is None:
+            return [None] * len(values)
+        cache = self.__dict__.get("_operand_cache", {})
+        keys = [tuple(float(v) for v in row) for row in values]
+        written = np.stack(
+            [(cache[key] if key in cache else self._operands_at(row))[0] for key, row in zip(keys, values)]
+        )
+        return list(_span_basis(written, rank))
 
     def loss(self, maps, sigma_yx, sigma_x, power):
         """``L = 1/2 tr<yy^T> - sum_p tr(W_p Sigma_yx(p)^T) + 1/2 sum_jp tr(E_p^T E_j W_j Sigma_x(j, p) W_p^T)``."""
@@ -427,25 +493,33 @@ class ReducedFlow:
         return self._at_values("_basis_cache", self._compute_basis, values)
 
     def _compute_basis(self, values):
-        """The derived modes at ``values``, padded with zero modes to each chain's hidden width."""
-        _, sigma_x, _ = self.correlations(values)
-        flat = np.asarray(self._mode_values(*values), dtype=np.float64)
-        out, position = [], 0
-        for p, pathway_derivation in enumerate(self.derivation.pathways):
+        return self._basis_batch(np.asarray(values, dtype=np.float64)[None])[0]
+
+    def _basis_batch(self, values: np.ndarray) -> list:
+        """The derived modes at every row of ``values``, padded with zero modes to each chain's
+        hidden width."""
+        points = len(values)
+        correlations = self._correlations_batch_or_cached(values)
+        per_pathway = []
+        for p, values_of in enumerate(self._mode_values):
             outputs, inputs, width = len(self.pathways[p].outputs), len(self.pathways[p].inputs), self.widths[p]
-            u, s, vt = np.zeros((outputs, width)), np.zeros(width), np.zeros((width, inputs))
-            for k, _ in enumerate(pathway_derivation.modes):
-                s[k] = flat[position]
-                u[:, k] = flat[position + 1 : position + 1 + outputs]
-                vt[k] = flat[position + 1 + outputs : position + 1 + outputs + inputs]
-                position += 1 + outputs + inputs
-            u = u * np.where(s < 0, -1.0, 1.0)[None, :]  # s >= 0 by derivation; kept so if a value flips it
+            u, s, vt = np.zeros((points, outputs, width)), np.zeros((points, width)), np.zeros((points, width, inputs))
+            if values_of is not None:
+                modes = values_of(values)
+                count = modes.s.shape[1]
+                s[:, :count], u[:, :, :count] = modes.s, modes.u
+                vt[:, :count] = np.swapaxes(modes.v, 1, 2)
+            u = u * np.where(s < 0, -1.0, 1.0)[:, None, :]  # s >= 0 by derivation; kept so if a value flips it
             s = np.abs(s)
-            scale = max(float(np.max(s)) if width else 0.0, _RANK_TOLERANCE)
-            mask = (s > _RANK_TOLERANCE * scale).astype(float)
-            largest = float(np.max(np.linalg.eigvalsh(np.asarray(sigma_x[p][p])))) if sigma_x[p][p].size else 0.0
-            out.append((mask, u * mask[None, :], s * mask, vt * mask[:, None], largest))
-        return out
+            scale = np.maximum(np.max(s, axis=1, initial=0.0), _RANK_TOLERANCE)
+            mask = (s > _RANK_TOLERANCE * scale[:, None]).astype(float)
+            diagonal = np.stack([c[1][p][p] for c in correlations])
+            largest = np.max(np.linalg.eigvalsh(diagonal), axis=1) if diagonal.shape[1] else np.zeros(points)
+            per_pathway.append((mask, u * mask[:, None, :], s * mask, vt * mask[:, :, None], largest))
+        return [
+            [(mask[k], u[k], s[k], vt[k], float(largest[k])) for mask, u, s, vt, largest in per_pathway]
+            for k in range(points)
+        ]
 
     def linear_phase(self, log_a0, t, tau, values):
         """Per pathway, ``log a`` of each hidden unit (one per mode of ``Sigma_yx(p)``) at time ``t``
@@ -555,18 +629,32 @@ class ReducedFlow:
         by target feature ``o``: with ``z = (W_p[o, :])`` over the pathways that write ``o``,
         ``L_o = -sum_p z_p . Sigma_yx(p)[o, :] + 1/2 sum_jp z_j Sigma_x(j, p) z_p``, minimised by
         least squares one feature at a time."""
-        sigma_yx, sigma_x, power = self.correlations(values)
-        sigma_yx = [np.asarray(m) for m in sigma_yx]
-        sigma_x = [[np.asarray(m) for m in row] for row in sigma_x]
-        features = sorted({o for p in self.pathways for o in p.outputs})
-        total = float(power) / 2
-        for o in features:
-            writers = [(p, pathway.outputs.index(o)) for p, pathway in enumerate(self.pathways) if o in pathway.outputs]
-            linear = np.concatenate([sigma_yx[p][row] for p, row in writers])
-            hessian = np.block([[sigma_x[j][p] for p, _ in writers] for j, _ in writers])
-            best = np.linalg.lstsq(hessian, linear, rcond=None)[0]
-            total += float(-linear @ best + best @ hessian @ best / 2)
-        return total
+        return self._minimum_loss_batch(np.asarray(values, dtype=np.float64)[None])[0]
+
+    def _minimum_loss_batch(self, values: np.ndarray) -> list[float]:
+        """:meth:`_minimum_loss` at every row of ``values``: features written by the same pathways
+        share one Hessian, whose pseudo-inverse (at ``lstsq``'s cutoff) serves them all."""
+        correlations = self._correlations_batch_or_cached(values)
+        sigma_yx = [np.stack([c[0][p] for c in correlations]) for p in range(len(self.pathways))]
+        total = np.array([c[2] for c in correlations], dtype=np.float64) / 2
+        writers_of: dict[tuple, list[tuple[int, ...]]] = {}
+        for o in sorted({o for p in self.pathways for o in p.outputs}):
+            writers = tuple(p for p, pathway in enumerate(self.pathways) if o in pathway.outputs)
+            writers_of.setdefault(writers, []).append(tuple(self.pathways[p].outputs.index(o) for p in writers))
+        for writers, rows in writers_of.items():
+            hessian = np.stack([np.block([[c[1][j][p] for p in writers] for j in writers]) for c in correlations])
+            cutoff = np.finfo(np.float64).eps * hessian.shape[-1]
+            inverse = np.linalg.pinv(hessian, rtol=cutoff, hermitian=True)
+            # (points, features, n): each feature's Sigma_yx rows, pathway after pathway
+            linear = np.stack(
+                [np.concatenate([sigma_yx[p][:, row] for p, row in zip(writers, feature)], axis=1) for feature in rows],
+                axis=1,
+            )
+            best = np.einsum("pij,pfj->pfi", inverse, linear)
+            total += np.sum(
+                -np.sum(linear * best, axis=2) + np.einsum("pfi,pij,pfj->pf", best, hessian, best) / 2, axis=1
+            )
+        return [float(x) for x in total]
 
     def race_ode(
         self,
@@ -674,8 +762,8 @@ def _losses(structure: FlowStructure, ys, written, blocks, power) -> np.ndarray:
 
 def _span_basis(matrix: np.ndarray, rank: int) -> np.ndarray:
     """``rank`` orthonormal columns whose span holds the columns of ``matrix`` (whose rank is at
-    most ``rank``): its leading left singular vectors."""
-    return np.linalg.svd(matrix, full_matrices=True)[0][:, :rank]
+    most ``rank``; a stack of matrices alike): its leading left singular vectors."""
+    return np.linalg.svd(matrix, full_matrices=True)[0][..., :rank]
 
 
 class FlowTrajectory:

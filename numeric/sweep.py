@@ -147,6 +147,8 @@ def ode_race_points(
     a loss that is not finite, a collapsed step), so that it is what ``race`` says there."""
     values, log_a0, tau = (np.asarray(x, dtype=np.float64) for x in (values, log_a0, tau))
     count = len(tau)
+    if isinstance(engine, ReducedFlow):
+        engine.prepare(values)  # every point's correlations and modes in one vectorised evaluation
     problems = [engine.race_ode(log_a0[k], float(tau[k]), values[k], rtol) for k in range(count)]
     initial, crossings, final = np.empty(count), np.full((count, len(fractions)), np.nan), np.full(count, np.nan)
     solved = [k for k in range(count) if problems[k].t0 < horizon]

@@ -22,3 +22,11 @@ def test_xor_builder_is_the_xor_example():
 )
 def test_context_builder_writes_the_context_examples(name, blocks):
     assert to_toml(context_task(8, 3, blocks, "context-subsets")) == (ROOT / "examples" / f"{name}.toml").read_text()
+
+
+def test_to_toml_keeps_the_parameters(tmp_path):
+    """A spec written by to_toml reads back as the same task, its parameters included (they were
+    dropped, and every expression in them refused)."""
+    path = tmp_path / "xor.toml"
+    path.write_text(to_toml(xor_task()))
+    _same_task(load_spec(path), task_from_dict(xor_task(), "xor_task"))

@@ -327,6 +327,8 @@ def test_garbled_or_foreign_derivation_entries_are_rebuilt(disk_cache):
     task = load_spec(XOR_SPEC)
     names = [n.name for n in task.networks]
     built = {name: TaskPredictions(task).derivation(name) for name in names}
+    # the modes, which the mode files hold (a speed alone needs none)
+    singular = {name: [m.s for p in built[name].pathways for m in p.modes] for name in names}
     speeds = {name: built[name].speed for name in names}
     assert cache.flush() == len(names)
     keys = {name: cache.key_of(built[name]) for name in names}
@@ -341,6 +343,7 @@ def test_garbled_or_foreign_derivation_entries_are_rebuilt(disk_cache):
         for name in chosen:
             found = cache.derivation(keys[name], lambda name=name: builds.append(name) or NetworkDerivation(task, name))
             assert found.speed == speeds[name]
+            assert [m.s for p in found.pathways for m in p.modes] == singular[name]
 
     read("linear")
     assert builds == []  # the entry as written is read

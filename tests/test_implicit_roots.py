@@ -147,3 +147,51 @@ def test_latex_names_each_implicit_polynomial_once_and_values_its_roots(symbolic
     g = symbolic.task.parameter("g")
     for mode in (m for p in derivation.pathways for m in p.modes):
         assert f"\\approx {sympy.N(mode.s.xreplace({g: 1}), 6)}" in tex
+
+
+def test_text_gives_an_expression_in_roots_by_its_value(symbolic):
+    """The terminal text (issue 36, point 4): an implicit mode's d, a long expression in its root,
+    is printed as its value and the polynomial it holds; its singular value, the root itself, as
+    written; ``--full`` (``whole``) writes the expression."""
+    from gdln.commands.output import value_text
+    from gdln.verify.entries import value_entry
+
+    values = symbolic.task.values({})
+    mode = symbolic.derivation("dense").pathways[0].modes[0]
+    (root,) = implicit.roots_in(mode.s)
+    d, s = value_entry(mode.d, values), value_entry(mode.s, values)
+    assert d["implicit"] == s["implicit"] == [root.name]
+    text = value_text(d)
+    assert d["expr"] not in text and root.name in text
+    assert float(text.split()[0]) == pytest.approx(float(sympy.N(mode.d.subs(values), 30)), rel=1e-5)  # 6 digits
+    assert value_text(d, whole=True).startswith(d["expr"])
+    assert value_text(s, "s").startswith(f"sqrt(root1({root.name})) = ")
+
+
+def test_mode_values_of_implicit_modes_at_many_points_are_numpy_s_svd(symbolic):
+    """Every mode of the 7x7 block at three values of g in one call (numeric.mode_values: the
+    Gram-side adjugate column at each root, normalised in float64): s, d and the map u v^T equal
+    numpy's SVD of Sigma_yx from the data at each point, and the same points one at a time."""
+    from gdln.numeric.mode_values import pathway_mode_values
+
+    derivation = symbolic.derivation("dense")
+    (pathway,) = derivation.pathways
+    values = np.array([[float(v)] for v in VALUES])
+    modes = pathway_mode_values(pathway, derivation.parameters, "dense.all")
+    together = modes(values)
+    inputs, targets = symbolic.dataset.batch(values)
+    for row in range(len(values)):
+        x, y = inputs[row], targets[row]
+        u, s, vt = np.linalg.svd(y.T @ x / len(x))
+        alone = modes(values[row : row + 1])
+        for k in range(together.s.shape[1]):
+            j = int(np.argmin(np.abs(s - together.s[row, k])))
+            assert together.s[row, k] == pytest.approx(s[j], rel=1e-12)
+            # distinct singular values (gaps above 0.01 here): u v^T is unique, whatever the signs
+            outer = np.outer(together.u[row, :, k], together.v[row, :, k])
+            np.testing.assert_allclose(outer, np.outer(u[:, j], vt[j]), rtol=0, atol=1e-10)
+            assert together.d[row, k] == pytest.approx(vt[j] @ (x.T @ x / len(x)) @ vt[j], rel=1e-10)
+            for name in ("s", "d", "u", "v"):
+                np.testing.assert_allclose(
+                    getattr(alone, name)[0, ..., k], getattr(together, name)[row, ..., k], rtol=1e-13, atol=1e-15
+                )

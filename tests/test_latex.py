@@ -27,6 +27,7 @@ from .helpers import ROOT
 K3_SPEC = ROOT / "examples" / "section5_k3.toml"
 SECTION4_SPEC = ROOT / "examples" / "section4_context.toml"
 XOR_SPEC = ROOT / "examples" / "xor.toml"
+THREE_CONTEXTS_SPEC = ROOT / "examples" / "three_contexts.toml"
 
 _MATH = re.compile(
     r"\$[^$]*\$"
@@ -109,6 +110,22 @@ def test_xor_document_is_a_derivation_on_two_pages(capsys, tmp_path):
     assert "datapoint 1 &" in tex  # gates in the document's own numbering (rows of X)
     pages, overfull = pdflatex(path)
     assert pages <= 2 and not overfull, (pages, overfull)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("network", ["dense", "ctx-only"])
+def test_three_context_documents_stay_within_the_margins(capsys, tmp_path, network):
+    """With g symbolic (issue 36): a loss whose couplings are expressions in implicit roots is not
+    written out (each d is in the table by its value), a maximum of many parametric singular
+    values breaks into rows, and a d with a parametric square root is over one denominator."""
+    path, tex = derive_document(capsys, tmp_path, THREE_CONTEXTS_SPEC, network, network)
+    assert_reads_as_a_derivation(tex)
+    if network == "dense":
+        assert "\\rho_{1}" in tex and "\nL = " not in tex  # the loss written out starts a display line
+    else:
+        assert "s_{\\max} = \\max\\bigl(" in tex
+    _, overfull = pdflatex(path)
+    assert not overfull, overfull
 
 
 def test_section5_document_writes_the_mode_system_in_blocks(capsys, tmp_path):

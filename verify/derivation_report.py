@@ -5,6 +5,7 @@ prints its equations for a terminal (``gdln.commands.equations``).
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Mapping
 
 import sympy
@@ -293,5 +294,6 @@ def derive_summary(
     return DeriveReport.from_json(entries)
 
 
-#: a digest of this module: reports made by other code are not read back (`derive_summary`)
-_SOURCE_DIGEST = cache.source_digest(__file__)
+#: a digest of this module and of the entries it writes (`verify.entries`): reports made by
+#: other code are not read back (`derive_summary`)
+_SOURCE_DIGEST = "".join(cache.source_digest(module) for module in (__file__, inspect.getfile(value_entry)))

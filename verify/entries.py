@@ -11,6 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 import sympy
 
+from gdln.derive import implicit
 from gdln.derive.algebraic import as_text, describe
 from gdln.derive.spec import Task
 
@@ -21,11 +22,16 @@ def number_at(expr: sympy.Expr, values: Mapping) -> float:
 
 def value_entry(expr: sympy.Expr, values: Mapping) -> dict:
     """An expression's exact text and value; with ``algebraic`` (:func:`derive.algebraic.describe`)
-    when it holds ``CRootOf`` numbers, so that text output can give the value and its kind."""
-    entry = {"expr": as_text(expr), "value": number_at(expr, values)}
+    when it holds ``CRootOf`` numbers, so that text output can give the value and its kind; with
+    ``implicit`` (the names of their polynomials) when it holds implicit roots
+    (:mod:`derive.implicit`), so that text output can give a long expression in them by value."""
+    entry: dict = {"expr": as_text(expr), "value": number_at(expr, values)}
     described = describe(expr)
     if described is not None:
         entry["algebraic"] = described
+    roots = implicit.roots_in(expr)
+    if roots:
+        entry["implicit"] = sorted({root.name for root in roots})
     return entry
 
 

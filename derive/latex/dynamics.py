@@ -376,21 +376,23 @@ def loss(doc: Document, derivation, level: str) -> str:
 def speed(doc: Document, derivation, crossovers: Sequence, level: str) -> str:
     lines = [heading(level, "Speed")]
     candidates = derivation.speed_candidates
+    items: list[str] = []  # the candidates of a maximum that depends on the parameters
     if not candidates:
         value = "0"
     elif any(c.free_symbols for c in candidates):
-        value = (
-            doc.value(candidates[0])
-            if len(candidates) == 1
-            else "\\max\\left(" + ", ".join(doc.value(c) for c in candidates) + "\\right)"
-        )
+        items = [doc.value(c) for c in candidates]
+        value = items[0] if len(items) == 1 else "\\max\\left(" + ", ".join(items) + "\\right)"
     else:
         value = doc.value(max(candidates, key=lambda c: sympy.N(c, 30)))
     formula = f"s_{{\\max}} = {value}"
-    lines.append(
-        "The network learns on the time scale $\\tau/s_{\\max}$ of its leading singular value"
-        + (f", ${formula}$.\n" if width(formula) <= MAX_LINE // 3 else ":\n" + Document.display(formula))
-    )
+    if width(formula) <= MAX_LINE // 3:
+        shown = f", ${formula}$.\n"
+    elif width(formula) <= MAX_LINE or len(items) < 2:
+        shown = ":\n" + Document.display(formula)
+    else:  # a few candidates to a row: a left-right pair of delimiters cannot span rows
+        rows = ", \\\\\n".join(Document.rows(items, ", "))
+        shown = f":\n\\begin{{multline*}}\ns_{{\\max}} = \\max\\bigl({rows}\\bigr)\n\\end{{multline*}}\n"
+    lines.append("The network learns on the time scale $\\tau/s_{\\max}$ of its leading singular value" + shown)
     lines.append(doc.polynomials())
     if crossovers:
         lines.append(heading(level, "Crossovers"))

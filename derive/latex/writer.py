@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 import sympy
 
+from .. import implicit
 from ..words import join, plural
 from . import dynamics
 from .document import Document, heading
@@ -199,10 +200,20 @@ def _vector(vector) -> str:
     return "\\left[" + ", ".join(math(e) for e in vector) + "\\right]^\\top"
 
 
+def _over_one_denominator(expr: sympy.Expr) -> sympy.Expr:
+    """``expr`` over one denominator where that reads shorter: a ``d`` with a parametric square root
+    comes as a sum of fractions with coefficients of 15 digits that ``together`` clears."""
+    if not expr.free_symbols or implicit.has_roots(expr):
+        return expr
+    joined = sympy.together(expr)
+    return joined if len(sympy.latex(joined)) < len(sympy.latex(expr)) else expr
+
+
 def _class_table(doc: Document, derivation, p: int) -> str:
     rows = []
     for j, c in enumerate(derivation.symmetry.classes[p]):
-        rows.append(f"{j + 1} & \\text{{{ranges(c.modes)}}} & {doc.value(c.s)} & {doc.value(c.input_variance)}")
+        d = doc.value(_over_one_denominator(c.input_variance))
+        rows.append(f"{j + 1} & \\text{{{ranges(c.modes)}}} & {doc.value(c.s)} & {d}")
     return Document.array("cccc", "\\text{class} & \\text{modes } k & s & d", rows)
 
 

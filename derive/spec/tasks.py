@@ -168,6 +168,10 @@ def to_toml(spec: dict) -> str:
         raise TypeError(type(v))
 
     lines = [f"title = {value(spec['title'])}", ""]
+    if spec.get("parameters"):
+        lines.append("[parameters]")
+        lines += [f"{k} = {value(v)}" for k, v in spec["parameters"].items()]
+        lines.append("")
     lines.append("[data]")
     lines.append("inputs = [")
     lines += [f"  {value(row)}," for row in spec["data"]["inputs"]]

@@ -18,14 +18,14 @@ def _render_derive_full(report, pathway_equations: list[list[dict]], loss_equati
         print(f"    Sigma_yx = {p['sigma_yx']}")
         print(f"    Sigma_x  = {p['sigma_x']}")
         for k, (s, d) in enumerate(zip(p["singular_values"], p["input_variances"])):
-            print(f"    mode {k}: s = {value_text(s, 's')}, d = {value_text(d)}")
+            print(f"    mode {k}: s = {value_text(s, 's')}, d = {value_text(d, whole=True)}")
             print(indented(equations[k]["ode"], "      "))
             if equations[k]["closed_form"]:
                 print(indented(equations[k]["closed_form"], "      "))
     system = report["system"]
     print(f"  reduced system ({system['kind']}): {system['equation']}")
     for c in system["coupling"]:
-        print(f"    C[{c['row']}, {c['column']}] = {value_text(c)}")
+        print(f"    C[{c['row']}, {c['column']}] = {value_text(c, whole=True)}")
     a = report["assumptions"]
     print(
         f"  mutually diagonalisable: {yes_no(a['mutually_diagonalisable'])}; pathways interact: {yes_no(a['pathways_interact'])}"

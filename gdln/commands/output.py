@@ -85,12 +85,17 @@ def indented(text: str, indent: str) -> str:
     return "\n".join(indent + line for line in text.splitlines())
 
 
-def value_text(entry, name: str = "") -> str:
+def value_text(entry, name: str = "", *, whole: bool = False) -> str:
     """An exact value as text; an algebraic number with no radical form (``CRootOf``) as its
-    value, kind and degree (``name``: what the number is, e.g. ``s`` for "s^2 of degree 8")."""
+    value, kind and degree (``name``: what the number is, e.g. ``s`` for "s^2 of degree 8"); an
+    expression in implicit roots as its value and the polynomials it holds, unless it is a
+    singular value (``name`` ``s``: a root itself, ``sqrt(root1(P753066))``) or ``whole``."""
     algebraic = entry.get("algebraic")
     if algebraic is not None or "CRootOf" in entry["expr"]:
         return f"{entry['value']:.10g} ({algebraic_kind(algebraic, name)})"
+    if entry.get("implicit") and name != "s" and not whole:
+        polynomials = ", ".join(entry["implicit"])
+        return f"{entry['value']:.6g} (an expression in the roots of {polynomials}, see --full or --latex)"
     if is_number(entry["expr"]):
         return entry["expr"]
     return f"{entry['expr']} = {entry['value']:.6g}"

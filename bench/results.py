@@ -94,6 +94,11 @@ ENTRIES = [
         ("python", "-m", "bench.bench_tolerance", "--markdown"),
     ),
     Entry("benchmarks", "Benchmarks", ("python", "-m", "bench", "--markdown")),
+    Entry(
+        "parametric",
+        "Parametric specs: derived cold, swept over g against training",
+        ("python", "-m", "bench.bench_parametric", "--markdown"),
+    ),
 ]
 
 

@@ -195,3 +195,40 @@ def test_mode_values_of_implicit_modes_at_many_points_are_numpy_s_svd(symbolic):
                 np.testing.assert_allclose(
                     getattr(alone, name)[0, ..., k], getattr(together, name)[row, ..., k], rtol=1e-13, atol=1e-15
                 )
+
+
+def test_overlap_norms_without_vectors_are_the_sums_over_modes(symbolic):
+    """The symmetric groups' overlaps of pathways with implicit roots, computed from projectors as
+    rational functions of g (Symmetry._span_norms), equal at g = 3/2 the sums over modes they stand
+    for, from numpy's SVD of each pathway's correlations: sum_kl (alpha u_k^T E u_l)^2 on the
+    outputs and sum_kl (beta v_k^T Sigma_x(q, p)^T v_l)^2 on the inputs, alpha = 1 or s, beta = 1
+    or 1/s as the Gram side is the outputs' or the inputs'."""
+    derivation = symbolic.derivation("common+ctx")
+    symmetry = derivation.symmetry
+    g = symbolic.task.parameter("g")
+    value = sympy.Rational(3, 2)
+
+    def numbers(matrix):
+        return np.array(sympy.Matrix(matrix).subs(g, value).evalf(30).tolist(), dtype=float)
+
+    def scaled(p):
+        """``(alpha u, beta v)`` of every mode of pathway ``p``, as columns."""
+        a = numbers(derivation.pathways[p].sigma_yx)
+        u, s, vt = np.linalg.svd(a, full_matrices=False)
+        keep = s > 1e-12 * s[0]
+        u, s, v = u[:, keep], s[keep], vt[keep].T
+        left = a.shape[0] <= a.shape[1]
+        return (u, v) if left else (u * s, v / s)
+
+    pathways = derivation.network.pathways
+    for p in range(len(pathways)):
+        up, vp = scaled(p)
+        for q in range(len(pathways)):
+            if q == p:
+                continue
+            uq, vq = scaled(q)
+            overlap = np.equal.outer(np.asarray(pathways[p].outputs), np.asarray(pathways[q].outputs)).astype(float)
+            correlation = numbers(derivation.correlation_between(q, p))
+            expected = (np.sum((up.T @ overlap @ uq) ** 2), np.sum((vp.T @ correlation.T @ vq) ** 2))
+            found = [float(norm.subs(g, value)) for norm in symmetry._span_norms(p, q)]
+            np.testing.assert_allclose(found, expected, rtol=1e-10, atol=1e-14)

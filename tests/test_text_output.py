@@ -206,3 +206,28 @@ def test_section4_default_text_has_no_crootof(capsys):
     assert "1.142708599 (algebraic, s^2 of degree 8)" in outputs["derive"]  # Section 4's speed
     assert "same speed (largest singular value s): 1.142708599" in outputs["race"]
     assert not [command for command, text in outputs.items() if "parameters:" in text]
+
+
+def test_race_gives_a_parametric_maximum_speed_by_its_value(capsys, tmp_path):
+    """A network whose speed is the largest of singular values in a parameter (``Max(1/2, g/2)``
+    here; the three-context example's run a line long) is given by its value in race's table,
+    marked and explained once; a single expression stays as it is."""
+    document = {
+        "title": "two items, g scales the first target",
+        "parameters": {"g": 3.0},
+        "data": {"inputs": [[1, 0], [0, 1]], "targets": [["g", 0], [0, 1]]},
+        "training": {"learning_rate": 0.05, "init_scale": 0.001, "epochs": 400, "hidden_units": 8, "seeds": 1},
+        "network": [
+            {"name": "split", "pathway": [{"name": "first", "active": [0]}, {"name": "second", "active": [1]}]},
+            {"name": "one", "pathway": [{"name": "first", "active": [0]}]},
+        ],
+    }
+    spec = tmp_path / "two.toml"
+    spec.write_text(to_toml(document))
+    text, report = text_and_json(capsys, "race", str(spec))
+    split, one = report["networks"]
+    assert split["speed"]["expr"].startswith("Max(") and not one["speed"]["expr"].startswith("Max(")
+    row = next(line for line in text.splitlines() if line.strip().startswith("split"))
+    assert f"{split['speed']['value']:.6g} (a maximum)" in row and "Max(" not in text
+    assert text.count("a maximum: the largest of the network's singular values") == 1
+    assert f"{one['speed']['expr']} = " in next(line for line in text.splitlines() if line.strip().startswith("one "))

@@ -36,3 +36,19 @@ def test_pair_pathways_outgrow_single_context_pathways(tmp_path, capsys):
     spec.write_text(to_toml(context_task(4, 3, ["hierarchy"] * 3, "context-subsets")))
     assert main(["union", str(spec), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["grow"] == report["grow"]
+
+
+def test_union_names_apart_distinct_pathways_that_share_a_name():
+    """Two networks may each call a different pathway ``context-1`` (the three-context example:
+    one reads the items, the other every input); the union keeps both, named apart."""
+    from gdln.derive.spec import load_spec
+
+    from .helpers import ROOT
+
+    task = load_spec(ROOT / "examples" / "three_contexts.toml")
+    pathways = union_network(task).pathways
+    names = [p.name for p in pathways]
+    assert len(set(names)) == len(names) == 7
+    assert "context-1" in names and "context-1 (ctx-only)" in names
+    ours = next(p for p in pathways if p.name == "context-1 (ctx-only)")
+    assert ours.inputs == task.network("ctx-only").pathways[0].inputs != task.network("common+ctx").pathways[1].inputs

@@ -7,6 +7,7 @@ the pathways active for a single context remain inactive" (Appendix E), for any 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
@@ -27,12 +28,20 @@ GROWTH_FRACTION = 0.05
 
 def union_network(task: Task) -> Network:
     """One pathway per distinct (datapoints, inputs, outputs, depth) among all candidate
-    networks, named as in the first network that lists it."""
+    networks, named as in the first network that lists it; a name another distinct pathway
+    already has gets its network's name too (``context-1 (ctx-only)``): two networks may both
+    call different pathways ``context-1``."""
     seen: dict[tuple, Any] = {}
+    names: set[str] = set()
     for network in task.networks:
         for pathway in network.pathways:
             key = (pathway.active, pathway.inputs, pathway.outputs, pathway.hidden_layers)
-            seen.setdefault(key, pathway)
+            if key in seen:
+                continue
+            if pathway.name in names:
+                pathway = dataclasses.replace(pathway, name=f"{pathway.name} ({network.name})")
+            names.add(pathway.name)
+            seen[key] = pathway
     return Network(name="union", pathways=tuple(seen.values()))
 
 

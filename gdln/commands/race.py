@@ -8,13 +8,25 @@ from .arguments import load, with_spec
 from .output import ALGEBRAIC_NOTE, emit, has_algebraic, number_text, parameters_line, percent, value_text
 
 
+def _speed_text(entry) -> str:
+    """A network's speed as text: a maximum over several singular values (a parametric network's
+    speed, one line of every candidate) by its value, any other as :func:`value_text` gives it."""
+    if _is_maximum(entry):
+        return f"{entry['value']:.6g} (a maximum)"
+    return value_text(entry, "s")
+
+
+def _is_maximum(entry) -> bool:
+    return entry["expr"].startswith("Max(")
+
+
 def _race_rows(report) -> tuple[list[tuple[str, ...]], str | None]:
     """The race's columns as text, and the speed they share when every network has the same."""
     networks = report["networks"]
     shared = networks[0]["speed"] if len({n["speed"]["expr"] for n in networks}) == 1 and len(networks) > 1 else None
     rows = [("network", *(() if shared else ("speed",)), "t_half", "t_90", "final loss", "dynamics")]
     for n in networks:
-        speed = () if shared else (value_text(n["speed"], "s"),)
+        speed = () if shared else (_speed_text(n["speed"]),)
         rows.append(
             (
                 n["name"],
@@ -25,7 +37,7 @@ def _race_rows(report) -> tuple[list[tuple[str, ...]], str | None]:
                 n["dynamics"],
             )
         )
-    return rows, None if shared is None else value_text(shared, "s")
+    return rows, None if shared is None else _speed_text(shared)
 
 
 def _render_race(report):
@@ -36,6 +48,8 @@ def _render_race(report):
     widths = [max(len(row[k]) for row in rows) for k in range(len(rows[0]))]
     for row in rows:
         print("  " + "   ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
+    if any(_is_maximum(n["speed"]) for n in report["networks"]):
+        print("a maximum: the largest of the network's singular values, each in the parameters (--json gives them)")
     print(
         f"t_half, t_90: epochs until the loss falls to 50% and 10% of its initial value; final loss: at epoch "
         f"{report['horizon']:g}, in % of the initial loss"

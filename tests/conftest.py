@@ -15,11 +15,22 @@ use_x64()  # the suite computes as gdln's entry points do
 # loaded machine slows examples down, and a deadline would then fail tests that hold
 settings.register_profile("gdln", derandomize=True, deadline=None)
 settings.load_profile("gdln")
-# the CLI under test (in process and in subprocesses) keeps its caches here, never in the user's
-TEST_CACHE = tempfile.mkdtemp(prefix="gdln-test-cache-")
+# The CLI under test (in process and in subprocesses) keeps its caches here, never in the user's,
+# and the key of its entries in a test config folder, never the user's. The pytest process that
+# makes them owns them; xdist's workers start after this file is imported in the controller and
+# inherit its environment, so the whole run shares one cache and one key: a cold derivation
+# (Section 4 takes a minute) is paid once per run, not once per worker. Entries are written
+# atomically, so workers may read and write them side by side.
+SHARED_FOLDERS = "GDLN_TEST_SHARED_FOLDERS"
+if os.environ.get("PYTEST_XDIST_WORKER") and SHARED_FOLDERS in os.environ:
+    TEST_CACHE, TEST_CONFIG = os.environ[SHARED_FOLDERS].split(os.pathsep)
+    OWNS_FOLDERS = False
+else:
+    TEST_CACHE = tempfile.mkdtemp(prefix="gdln-test-cache-")
+    TEST_CONFIG = tempfile.mkdtemp(prefix="gdln-test-config-")
+    os.environ[SHARED_FOLDERS] = os.pathsep.join((TEST_CACHE, TEST_CONFIG))
+    OWNS_FOLDERS = True
 os.environ["GDLN_CACHE_DIR"] = TEST_CACHE
-# and the key of its entries, never the user's config folder
-TEST_CONFIG = tempfile.mkdtemp(prefix="gdln-test-config-")
 os.environ["GDLN_CONFIG_DIR"] = TEST_CONFIG
 
 
@@ -30,8 +41,9 @@ def pytest_addoption(parser):
 
 
 def pytest_sessionfinish(session, exitstatus):
-    shutil.rmtree(TEST_CACHE, ignore_errors=True)
-    shutil.rmtree(TEST_CONFIG, ignore_errors=True)
+    if OWNS_FOLDERS:  # a worker finishing early must not remove what the others still read
+        shutil.rmtree(TEST_CACHE, ignore_errors=True)
+        shutil.rmtree(TEST_CONFIG, ignore_errors=True)
 
 
 def pytest_collection_modifyitems(config, items):

@@ -20,8 +20,8 @@ from gdln.numeric.prediction import (
     TaskPredictions,
 )
 
-from .display import DeriveReport
 from .entries import gate_description, number_at, value_entry
+from .reports import DeriveReport
 
 
 def _class_entries(derivation, p: int, values: Mapping) -> list[dict]:

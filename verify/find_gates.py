@@ -33,11 +33,11 @@ from gdln.numeric.gate_finding import ROUNDING, Clustering, cluster_rows, relu_g
 from gdln.numeric.prediction import GRADIENT_DESCENT, REDUCED_FLOW, Prediction, TaskPredictions
 
 from .checks import check_training_size, check_values
-from .display import FindGatesReport
 from .entries import epoch_grid, theory_stride
 from .following import network_toml, relu_alignment, relu_initial_weights
 from .progress import Stages
 from .realizability import realizable
+from .reports import FindGatesReport
 
 #: the paper samples every 100 epochs
 SNAPSHOT_INTERVAL = 100

@@ -26,9 +26,9 @@ from gdln.numeric.prediction import (
 from gdln.numeric.training import initial_relu_weights
 
 from .checks import check_training_size, check_values
-from .display import AlignReport, VerifyReport
 from .entries import epoch_grid, parameter_vector, theory_stride
 from .progress import Stages
+from .reports import AlignReport, VerifyReport
 from .representations import gate_census, hidden_layers, mds_comparison
 from .rules import (
     VALIDITY,

@@ -26,8 +26,8 @@ from gdln.numeric.graph_network import graph_forward, graph_layout, train_graph
 from gdln.numeric.shared_flow import SharedFlow
 
 from .checks import check_training_size
-from .display import DepthReport, GraphVerifyReport, RaceReport, SharedDeriveReport, ZeroShotReport
 from .progress import progress
+from .reports import DepthReport, GraphVerifyReport, RaceReport, SharedDeriveReport, ZeroShotReport
 
 #: a crossing of 10% / 50% of the initial loss, read off per-epoch curves
 LEVELS = {"t_90": 0.1, "t_half": 0.5}

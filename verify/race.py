@@ -20,10 +20,10 @@ from gdln.numeric.prediction import (
 
 from .checks import check_training_size, check_values
 from .derivation_report import crossover_entries
-from .display import RaceReport
 from .entries import epoch_grid, finite_or_none, parameter_vector, theory_stride, value_entry
 from .following import alignment_validity, relu_alignment, relu_initial_weights
 from .progress import progress
+from .reports import RaceReport
 from .rules import race_order, race_winner
 
 

@@ -15,9 +15,9 @@ from gdln.numeric.sharding import device_count
 from gdln.numeric.training import gdln_layout, train_gdln, train_relu
 
 from .checks import check_training_size, check_values
-from .display import SimulateReport
 from .entries import epoch_grid, parameter_vector
 from .files import CURVES_SUFFIXES, write_atomic
+from .reports import SimulateReport
 from .rules import finite_crossing
 
 

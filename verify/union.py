@@ -20,7 +20,7 @@ from gdln.numeric.initial_conditions import log_expected_initial_strength
 from gdln.numeric.prediction import Prediction
 from gdln.numeric.reduced_flow import loss_of_maps
 
-from .display import UnionReport
+from .reports import UnionReport
 
 #: a pathway "grows" when its final strength is at least this fraction of the strongest pathway's
 GROWTH_FRACTION = 0.05

@@ -29,12 +29,8 @@ Speed targets live here, not in the tests.
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import jax
@@ -45,8 +41,8 @@ from bench.bench_distributed import POINTS, distributed_benchmarks
 from bench.bench_parametric import parametric_benchmarks
 from bench.bench_race import matmul_peak, step_flops, timed, training_seconds  # best of a few runs, blocked until ready
 from bench.bench_sweep import sweep_benchmarks
-from bench.tables import as_markdown, as_text, report_tables
-from gdln.derive.cache import CACHE_ENV
+from bench.processes import gdln_process
+from bench.tables import add_output_options, print_report, report_tables
 from gdln.numeric.precision import use_x64
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -124,15 +120,7 @@ def simulation(epochs: int, seed_counts: tuple[int, ...]) -> dict:
 
 def _race_process(cache_folder: str) -> float:
     """Seconds of ``gdln race`` on Section 4 in a fresh process, caches in ``cache_folder``."""
-    start = time.perf_counter()
-    subprocess.run(
-        [sys.executable, "-m", "gdln", "race", str(SECTION4), "--json"],
-        check=True,
-        capture_output=True,
-        cwd=ROOT,
-        env={**os.environ, CACHE_ENV: cache_folder},
-    )
-    return time.perf_counter() - start
+    return gdln_process(["race", str(SECTION4), "--json"], cache_folder).wall_s
 
 
 def theory_against_training() -> dict:
@@ -203,22 +191,13 @@ def derivation_scaling(quick: bool) -> dict:
 
 def figures() -> dict:
     with tempfile.TemporaryDirectory() as folder:
-        start = time.perf_counter()
-        subprocess.run(
-            [sys.executable, "-m", "gdln", "figures", "--quick", "--out", folder],
-            check=True,
-            capture_output=True,
-            cwd=ROOT,
-        )
-        return {"figures_quick_seconds": time.perf_counter() - start}
+        return {"figures_quick_seconds": gdln_process(["figures", "--quick", "--out", folder]).wall_s}
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer epochs and smaller derivations; no figures")
-    output = parser.add_mutually_exclusive_group()
-    output.add_argument("--json", action="store_true", help="print the measurements as JSON")
-    output.add_argument("--markdown", action="store_true", help="print the tables as Markdown (the Results page)")
+    add_output_options(parser)
     args = parser.parse_args(argv)
     use_x64()
     from bench.bench_derive import derive_process_times
@@ -234,11 +213,7 @@ def main(argv=None) -> int:
     }
     if not args.quick:
         report["figures"] = figures()
-    if args.json:
-        print(json.dumps(report, indent=2))
-        return 0
-    tables = report_tables(report)
-    print(as_markdown(tables) if args.markdown else as_text(tables))
+    print_report(report, report_tables, as_json=args.json, markdown=args.markdown)
     return 0
 
 

@@ -9,13 +9,12 @@ adds K = 3 with 32 items (about half a minute). ``--cache`` prints ``gdln derive
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from bench.processes import gdln_process
 from gdln.derive import NetworkDerivation, task_from_dict
 from gdln.derive.spec import context_subset_candidates, context_task
 from gdln.derive.staged import StagedDerivation
@@ -60,22 +59,10 @@ SECTION4 = ROOT / "examples" / "section4_context.toml"
 def derive_process_times(spec: Path = SECTION4, network: str = "common+2") -> dict:
     """Seconds of ``gdln derive SPEC --network NETWORK`` (its default text) in a fresh process:
     ``cold`` with an empty cache folder, ``warm`` again with what the first left there."""
-    from gdln.derive.cache import CACHE_ENV
-
-    def run(folder: str) -> float:
-        start = time.perf_counter()
-        subprocess.run(
-            [sys.executable, "-m", "gdln", "derive", str(spec), "--network", network],
-            check=True,
-            capture_output=True,
-            cwd=ROOT,
-            env={**os.environ, CACHE_ENV: folder},
-        )
-        return time.perf_counter() - start
-
+    argv = ["derive", str(spec), "--network", network]
     with tempfile.TemporaryDirectory() as folder:
-        cold = run(folder)
-        warm = run(folder)
+        cold = gdln_process(argv, folder).wall_s
+        warm = gdln_process(argv, folder).wall_s
     return {"spec": spec.name, "network": network, "cold_s": cold, "warm_s": warm}
 
 

@@ -25,6 +25,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench.tables import add_output_options, distributed_tables, print_report
+
 ROOT = Path(__file__).resolve().parent.parent
 SECTION4 = ROOT / "examples" / "section4_context.toml"
 #: checked points (and grid points) of the measured sweep: 3 seeds each
@@ -108,21 +110,12 @@ def distributed_benchmarks(points: int = POINTS) -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.bench_distributed", description=__doc__.splitlines()[0])
     parser.add_argument("--points", type=int, default=POINTS, help=f"checked points, 3 seeds each (default {POINTS})")
-    output = parser.add_mutually_exclusive_group()
-    output.add_argument("--json", action="store_true", help="print the measurements as JSON")
-    output.add_argument("--markdown", action="store_true", help="print the table as Markdown (the Results page)")
+    add_output_options(parser, "the table")
     args = parser.parse_args(argv)
     from gdln.numeric.precision import use_x64
 
     use_x64()
-    from bench.tables import as_markdown, as_text, distributed_tables
-
-    found = distributed_benchmarks(args.points)
-    if args.json:
-        print(json.dumps(found, indent=2))
-        return 0
-    tables = distributed_tables(found)
-    print(as_markdown(tables) if args.markdown else as_text(tables))
+    print_report(distributed_benchmarks(args.points), distributed_tables, as_json=args.json, markdown=args.markdown)
     return 0
 
 

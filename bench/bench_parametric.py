@@ -14,14 +14,12 @@
 
 from __future__ import annotations
 
-import os
-import resource
-import subprocess
 import sys
 import tempfile
-import time
 import tomllib
 from pathlib import Path
+
+from bench.processes import ProcessTime, gdln_process
 
 ROOT = Path(__file__).resolve().parent.parent
 THREE_CONTEXTS = ROOT / "examples" / "three_contexts.toml"
@@ -30,23 +28,10 @@ SECTION5_K3 = ROOT / "examples" / "section5_k3.toml"
 SECTION5_COMMON_FEATURES = 15
 
 
-def cold_process(argv: list[str]) -> tuple[float, float]:
-    """``gdln ARGV`` in a fresh process with empty caches: ``(wall seconds, CPU seconds)``."""
-    from gdln.derive.cache import CACHE_ENV
-
+def cold_process(argv: list[str]) -> ProcessTime:
+    """``gdln ARGV`` in a fresh process with empty caches."""
     with tempfile.TemporaryDirectory() as folder:
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        start = time.perf_counter()
-        subprocess.run(
-            [sys.executable, "-m", "gdln", *argv],
-            check=True,
-            capture_output=True,
-            cwd=ROOT,
-            env={**os.environ, CACHE_ENV: folder},
-        )
-        wall = time.perf_counter() - start
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        return gdln_process(argv, folder)
 
 
 def section5_with_g(folder: Path) -> Path:
@@ -109,7 +94,6 @@ if __name__ == "__main__":
     from gdln.numeric.precision import use_x64
 
     use_x64()
-    from bench.tables import as_markdown, as_text, parametric_tables
+    from bench.tables import parametric_tables, print_report
 
-    tables = parametric_tables(parametric_benchmarks("--quick" in sys.argv))
-    print(as_markdown(tables) if "--markdown" in sys.argv else as_text(tables))
+    print_report(parametric_benchmarks("--quick" in sys.argv), parametric_tables, markdown="--markdown" in sys.argv)

@@ -20,30 +20,15 @@ Every figure is a ratio of two times from this run:
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from bench.processes import gdln_process
 
 ROOT = Path(__file__).resolve().parent.parent
 XOR = ROOT / "examples" / "xor.toml"
 SECTION4 = ROOT / "examples" / "section4_context.toml"
-
-
-def _process_seconds(argv: list[str], cache_folder: str) -> float:
-    from gdln.derive.cache import CACHE_ENV
-
-    start = time.perf_counter()
-    subprocess.run(
-        [sys.executable, "-m", "gdln", *argv],
-        check=True,
-        capture_output=True,
-        cwd=ROOT,
-        env={**os.environ, CACHE_ENV: cache_folder},
-    )
-    return time.perf_counter() - start
 
 
 def sweep_benchmarks(quick: bool = False) -> dict:
@@ -93,10 +78,12 @@ def sweep_benchmarks(quick: bool = False) -> dict:
 
     with tempfile.TemporaryDirectory() as folder:
         grid_flags = ["--grid", f"Delta=0.25:4:{side}", "--grid", f"init_scale=1e-6:1e-1:{side}:log"]
-        _process_seconds(["sweep", str(XOR), *grid_flags, "--json"], folder)
-        sweep_warm = _process_seconds(["sweep", str(XOR), *grid_flags, "--json"], folder)
-        _process_seconds(["simulate", str(XOR), "--model", "relu", "--seeds", "1", "--json"], folder)
-        simulate_warm = _process_seconds(["simulate", str(XOR), "--model", "relu", "--seeds", "1", "--json"], folder)
+        sweep = ["sweep", str(XOR), *grid_flags, "--json"]
+        simulate = ["simulate", str(XOR), "--model", "relu", "--seeds", "1", "--json"]
+        gdln_process(sweep, folder)  # fills the caches: the second run is the warm one
+        sweep_warm = gdln_process(sweep, folder).wall_s
+        gdln_process(simulate, folder)
+        simulate_warm = gdln_process(simulate, folder).wall_s
 
     section4 = load_spec(SECTION4)
     models4 = TaskPredictions(section4)
@@ -194,6 +181,6 @@ if __name__ == "__main__":
     from gdln.numeric.precision import use_x64
 
     use_x64()
-    from bench.tables import as_text, sweep_tables
+    from bench.tables import print_report, sweep_tables
 
-    print(as_text(sweep_tables(sweep_benchmarks("--quick" in sys.argv))))
+    print_report(sweep_benchmarks("--quick" in sys.argv), sweep_tables)

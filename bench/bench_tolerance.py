@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.tables import Table, as_markdown, as_text
+from bench.tables import Table, print_report
 
 ROOT = Path(__file__).resolve().parent.parent
 SECTION4 = ROOT / "examples" / "section4_context.toml"
@@ -137,8 +137,8 @@ def main(argv: list[str]) -> int:
     from gdln.numeric.precision import use_x64
 
     use_x64()
-    tables = tolerance_tables(accuracy(), cost())
-    print(as_markdown(tables) if "--markdown" in argv else as_text(tables))
+    measured = {"accuracy": accuracy(), "cost": cost()}
+    print_report(measured, lambda m: tolerance_tables(m["accuracy"], m["cost"]), markdown="--markdown" in argv)
     return 0
 
 

@@ -7,6 +7,9 @@ compares two times taken in the same run."""
 
 from __future__ import annotations
 
+import argparse
+import json
+from collections.abc import Callable
 from dataclasses import dataclass
 
 
@@ -219,3 +222,21 @@ def as_markdown(tables: list[Table]) -> str:
         rows = "\n".join(f"| {what} | {measured} |" for what, measured in table.rows)
         blocks.append(f"**{table.title}**\n\n| measured | result |\n| --- | --- |\n{rows}")
     return "\n\n".join(blocks)
+
+
+def add_output_options(parser: argparse.ArgumentParser, shown: str = "the tables") -> None:
+    """``--json`` and ``--markdown``, one or the other, for `print_report`."""
+    output = parser.add_mutually_exclusive_group()
+    output.add_argument("--json", action="store_true", help="print the measurements as JSON")
+    output.add_argument("--markdown", action="store_true", help=f"print {shown} as Markdown (the Results page)")
+
+
+def print_report(
+    measured: dict, tables: Callable[[dict], list[Table]], *, as_json: bool = False, markdown: bool = False
+) -> None:
+    """Print a benchmark's measurements: as JSON, else as its ``tables`` in Markdown or text."""
+    if as_json:
+        print(json.dumps(measured, indent=2))
+        return
+    shown = tables(measured)
+    print(as_markdown(shown) if markdown else as_text(shown))

@@ -18,9 +18,9 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
 from gdln.derive.spec import section6_task, task_from_dict
-from gdln.verify.display import DepthReport
 from gdln.verify.files import save_figure
 from gdln.verify.graphs import depth_report
+from gdln.verify.reports import DepthReport
 
 from .style import figure, key, line, panels_with_keys, relu_style
 

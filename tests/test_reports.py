@@ -11,7 +11,9 @@ import pytest
 
 from gdln.cli import main
 from gdln.derive.spec import load_spec
-from gdln.verify.display import (
+from gdln.verify.files import finite_json
+from gdln.verify.race import race_report
+from gdln.verify.reports import (
     AlignReport,
     DepthReport,
     DeriveReport,
@@ -28,8 +30,6 @@ from gdln.verify.display import (
     VerifyReport,
     ZeroShotReport,
 )
-from gdln.verify.files import finite_json
-from gdln.verify.race import race_report
 
 from .helpers import ROOT, XOR_SPEC
 
@@ -207,15 +207,15 @@ def test_shared_derive_report_is_its_builders_dictionary(built, capsys, tmp_path
 
 
 def test_every_report_type_has_a_contract():
-    """Each report type of ``verify.display`` is listed above, so its fields are checked against
+    """Each report type of ``verify.reports`` is listed above, so its fields are checked against
     the documentation."""
     import inspect
 
-    from gdln.verify import display
+    from gdln.verify import reports
 
     defined = {
         value
-        for value in vars(display).values()
+        for value in vars(reports).values()
         if inspect.isclass(value) and issubclass(value, Report) and value is not Report
     }
     assert defined == set(CONTRACTS)

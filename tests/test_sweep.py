@@ -936,7 +936,7 @@ def test_sweep_markdown_agreement_counts_each_subset():
     winner, and counts the disagreements by where they lie (read back, not compared as text)."""
     import re
 
-    from gdln.verify.display import SweepReport
+    from gdln.verify.reports import SweepReport
 
     counts = {"checked": 4, "agree": 1, "aligned_agree": 3}
     report = SweepReport(

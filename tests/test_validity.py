@@ -8,7 +8,7 @@ import json
 import pytest
 
 from gdln.verify import rules
-from gdln.verify.display import validity_text
+from gdln.verify.reports import validity_text
 
 from .helpers import XOR_SPEC, run_cli
 

@@ -38,7 +38,8 @@ class GdlnWarning(UserWarning):
     """A one-line warning about the user's input; ``gdln --strict`` turns it into an error."""
 
 
-def _where(values: Mapping) -> str:
+def parameters_in_words(values: Mapping) -> str:
+    """``"Delta = 1, g = 0.5"``: the parameter values where a message or a comment names them."""
     return ", ".join(f"{s.name} = {v:g}" for s, v in values.items())
 
 
@@ -79,12 +80,12 @@ def check_input_variances(task: Task, values: Mapping, models) -> None:
             for k in range(len(pathway_derivation.modes)):
                 s, d = abs(float(singular[k])), float(variance[k])
                 if not (math.isfinite(s) and math.isfinite(d)):
-                    raise SpecError(task.source, key, f"mode {k} has no finite value at {_where(values)}")
+                    raise SpecError(task.source, key, f"mode {k} has no finite value at {parameters_in_words(values)}")
                 if s > 0 and not s * s <= 2.0 * max(d, 0.0) * target_scale:
                     raise SpecError(
                         task.source,
                         key,
-                        f"effective input variance d of mode {k} is zero at {_where(values)} while its singular value "
+                        f"effective input variance d of mode {k} is zero at {parameters_in_words(values)} while its singular value "
                         f"s = {s:.6g} is not: the theory's prediction is undefined there",
                     )
 

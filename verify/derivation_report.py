@@ -20,8 +20,8 @@ from gdln.numeric.prediction import (
     TaskPredictions,
 )
 
-from .display import DeriveReport
-from .entries import gate_description, number_at, value_entry
+from .entries import gate_description, number_at, parameter_entry, value_entry
+from .reports import DeriveReport
 
 
 def _class_entries(derivation, p: int, values: Mapping) -> list[dict]:
@@ -239,7 +239,7 @@ def derive_report(
     return DeriveReport.from_json(
         {
             "network": derivation.network.name,
-            "parameters": {s.name: v for s, v in values.items()},
+            "parameters": parameter_entry(values),
             "pathways": pathways,
             "system": system_report(derivation.reduced_system, values, summary),
             "assumptions": derivation.assumptions,

@@ -39,6 +39,11 @@ def finite_or_none(value: float):
     return None if value is None or not math.isfinite(value) else float(value)
 
 
+def parameter_entry(values: Mapping) -> dict[str, float]:
+    """The parameter values by name: every report's ``parameters``."""
+    return {symbol.name: value for symbol, value in values.items()}
+
+
 def parameter_vector(task: Task, values: Mapping) -> list[float]:
     return [float(values[symbol]) for symbol in task.parameters]
 

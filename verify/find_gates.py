@@ -33,11 +33,11 @@ from gdln.numeric.gate_finding import ROUNDING, Clustering, cluster_rows, relu_g
 from gdln.numeric.prediction import GRADIENT_DESCENT, REDUCED_FLOW, Prediction, TaskPredictions
 
 from .checks import check_training_size, check_values
-from .display import FindGatesReport
 from .entries import epoch_grid, theory_stride
-from .following import network_toml, relu_alignment, relu_initial_weights
+from .following import found_network_comment, network_toml, relu_alignment, relu_initial_weights
 from .progress import Stages
 from .realizability import realizable
+from .reports import FindGatesReport
 
 #: the paper samples every 100 epochs
 SNAPSHOT_INTERVAL = 100
@@ -192,6 +192,5 @@ def find_gates_report(
         return FindGatesReport.from_json(report), ""
     network = networks[chosen]
     report["network"] = network.name
-    where = ", ".join(f"{s.name} = {v:g}" for s, v in values.items()) or "no parameters"
-    comment = f"gates found by k-means with k = {chosen} ({where}; {training.seeds} seed{'' if training.seeds == 1 else 's'}), from gdln find-gates"
+    comment = found_network_comment(f"gates found by k-means with k = {chosen}", values, training.seeds, "find-gates")
     return FindGatesReport.from_json(report), network_toml(network, comment)

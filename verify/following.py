@@ -25,10 +25,10 @@ from gdln.numeric.prediction import (
 )
 from gdln.numeric.training import initial_relu_weights
 
-from .checks import check_training_size, check_values
-from .display import AlignReport, VerifyReport
-from .entries import epoch_grid, parameter_vector, theory_stride
+from .checks import check_training_size, check_values, parameters_in_words
+from .entries import epoch_grid, parameter_entry, parameter_vector, theory_stride
 from .progress import Stages
+from .reports import AlignReport, VerifyReport
 from .representations import gate_census, hidden_layers, mds_comparison
 from .rules import (
     VALIDITY,
@@ -155,6 +155,13 @@ def network_toml(network: Network, comment: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def found_network_comment(what: str, values: Mapping, seeds: int, command: str) -> str:
+    """The comment above a found network's ``[[network]]`` table: what it is, at which parameter
+    values, over how many seeds, and the command that found it."""
+    where = parameters_in_words(values) or "no parameters"
+    return f"{what} ({where}; {plural(seeds, 'seed')}), from gdln {command}"
+
+
 def align_report(task: Task, overrides=None, seeds: int | None = None) -> tuple[AlignReport, str]:
     """The alignment phase of the ReLU network from its initial weights (no training): the
     settled patterns and, per candidate, the units that match none of its pathways; and the
@@ -167,11 +174,10 @@ def align_report(task: Task, overrides=None, seeds: int | None = None) -> tuple[
     initial = relu_initial_weights(task, training)
     alignment = relu_alignment(models, initial, values, training)
     network = aligned_candidate(models, alignment)
-    report = {"parameters": {s.name: v for s, v in values.items()}, "seeds": training.seeds}
+    report = {"parameters": parameter_entry(values), "seeds": training.seeds}
     report.update(alignment_entry(alignment, [*task.networks, network]))
     report["network"] = network.name
-    where = ", ".join(f"{s.name} = {v:g}" for s, v in values.items()) or "no parameters"
-    comment = f"settled gate patterns of the alignment phase ({where}; {training.seeds} seed{'' if training.seeds == 1 else 's'}), from gdln align"
+    comment = found_network_comment("settled gate patterns of the alignment phase", values, training.seeds, "align")
     return AlignReport.from_json(report), network_toml(network, comment)
 
 
@@ -296,7 +302,7 @@ def verify_report(
     follows, follow_notes = followed_candidate(networks)
     notes += follow_notes
     report: dict[str, Any] = {
-        "parameters": {s.name: v for s, v in values.items()},
+        "parameters": parameter_entry(values),
         "seeds": training.seeds,
         "epochs": training.epochs,
         "initial_conditions": initial_conditions,

@@ -26,8 +26,9 @@ from gdln.numeric.graph_network import graph_forward, graph_layout, train_graph
 from gdln.numeric.shared_flow import SharedFlow
 
 from .checks import check_training_size
-from .display import DepthReport, GraphVerifyReport, RaceReport, SharedDeriveReport, ZeroShotReport
+from .entries import parameter_entry
 from .progress import progress
+from .reports import DepthReport, GraphVerifyReport, RaceReport, SharedDeriveReport, ZeroShotReport
 
 #: a crossing of 10% / 50% of the initial loss, read off per-epoch curves
 LEVELS = {"t_90": 0.1, "t_half": 0.5}
@@ -68,7 +69,7 @@ def shared_race_report(task: Task, overrides: Mapping[str, float] | None = None)
     ranked = sorted(entries, key=lambda e: (e["t_90"] is None, e["t_90"] or 0, e["final_loss"]))
     return RaceReport.from_json(
         {
-            "parameters": {s.name: v for s, v in values.items()},
+            "parameters": parameter_entry(values),
             "horizon": training.epochs,
             "networks": entries,
             "ranking": [e["name"] for e in ranked],
@@ -158,7 +159,7 @@ def graph_verify_report(
     )
     return GraphVerifyReport.from_json(
         {
-            "parameters": {s.name: v for s, v in values.items()},
+            "parameters": parameter_entry(values),
             "epochs": training.epochs,
             "seeds": training.seeds,
             "learning_rate": training.learning_rate,
@@ -216,7 +217,7 @@ def shared_derive_report(
     assumptions = reduction.assumptions
     report: dict[str, Any] = {
         "network": network,
-        "parameters": {symbol.name: value for symbol, value in values.items()},
+        "parameters": parameter_entry(values),
         "paths": len(reduction.graph.paths),
         "paths_with_data": len(reduction.paths_with_data),
         "modes": reduction.num_modes,

@@ -20,10 +20,10 @@ from gdln.numeric.prediction import (
 
 from .checks import check_training_size, check_values
 from .derivation_report import crossover_entries
-from .display import RaceReport
-from .entries import epoch_grid, finite_or_none, parameter_vector, theory_stride, value_entry
+from .entries import epoch_grid, finite_or_none, parameter_entry, parameter_vector, theory_stride, value_entry
 from .following import alignment_validity, relu_alignment, relu_initial_weights
 from .progress import progress
+from .reports import RaceReport
 from .rules import race_order, race_winner
 
 
@@ -63,7 +63,7 @@ def flow_race(
             "t_90": finite_or_none(result.crossings[0.1]),
             "final_loss": finite_or_none(result.final_loss),
         }
-    return {s.name: v for s, v in values.items()}, entries
+    return parameter_entry(values), entries
 
 
 def race_report(
@@ -148,7 +148,7 @@ def race_report(
     pairs = combinations(derivations, 2)
     found = crossover_entries([c for a, b in pairs for c in models.crossovers(a, b, values)], values)
     report = {
-        "parameters": {s.name: v for s, v in values.items()},
+        "parameters": parameter_entry(values),
         "horizon": horizon,
         "networks": networks,
         "ranking": ranking,

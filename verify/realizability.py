@@ -12,7 +12,7 @@ from itertools import product
 import numpy as np
 from scipy.optimize import linprog
 
-from .display import LemmaReport
+from .reports import LemmaReport
 
 MAX_LEMMA_DATAPOINTS = 16
 

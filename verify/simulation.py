@@ -15,9 +15,9 @@ from gdln.numeric.sharding import device_count
 from gdln.numeric.training import gdln_layout, train_gdln, train_relu
 
 from .checks import check_training_size, check_values
-from .display import SimulateReport
-from .entries import epoch_grid, parameter_vector
+from .entries import epoch_grid, parameter_entry, parameter_vector
 from .files import CURVES_SUFFIXES, write_atomic
+from .reports import SimulateReport
 from .rules import finite_crossing
 
 
@@ -101,7 +101,7 @@ def simulate_report(
     notes = [note for k, row in enumerate(losses) if (note := divergence_note(f"seed {k}", ts, row, diverged))]
     report = {
         "model": model,
-        "parameters": {s.name: v for s, v in values.items()},
+        "parameters": parameter_entry(values),
         "seeds": training.seeds,
         "epochs": training.epochs,
         "dtype": dtype,

@@ -61,10 +61,10 @@ from gdln.numeric.training import initial_relu_weights, train_relu_points
 
 from . import rules
 from .checks import check_training_size, check_values
-from .display import SweepReport
 from .entries import finite_or_none, theory_stride
 from .following import candidate_predictions, predicted_relu_curves, relu_alignment
 from .progress import Stages
+from .reports import SweepReport
 from .rules import VALIDITY, finite_crossings, follow_resolution, followed_candidate, race_winner
 from .simulation import deviations
 from .sweep_checks import (

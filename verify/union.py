@@ -20,7 +20,8 @@ from gdln.numeric.initial_conditions import log_expected_initial_strength
 from gdln.numeric.prediction import Prediction
 from gdln.numeric.reduced_flow import loss_of_maps
 
-from .display import UnionReport
+from .entries import parameter_entry
+from .reports import UnionReport
 
 #: a pathway "grows" when its final strength is at least this fraction of the strongest pathway's
 GROWTH_FRACTION = 0.05
@@ -80,7 +81,7 @@ def union_report(task: Task, overrides: Mapping[str, float] | None = None, epoch
     losses = np.asarray(loss_of_maps(prediction.flow, maps, vector))
     return UnionReport.from_json(
         {
-            "parameters": {s.name: v for s, v in values.items()},
+            "parameters": parameter_entry(values),
             "epochs": training.epochs,
             "dynamics": prediction.kind,
             "growth_rule": f"final strength >= {GROWTH_FRACTION} x the strongest pathway's",

@@ -18,9 +18,9 @@ from gdln.derive.spec import Task
 from gdln.derive.words import plural
 from gdln.numeric.prediction import TaskPredictions
 
-from .display import UniqueReport
 from .progress import Stages
 from .race import flow_race, race_report
+from .reports import UniqueReport
 from .rules import race_order
 from .search import searched_task
 from .union import union_report

@@ -9,13 +9,13 @@ import sys
 from pathlib import Path
 
 from gdln.derive.errors import SpecError
-from gdln.verify.display import AlignReport, FindGatesReport, Report, is_number
 from gdln.verify.files import SPEC_SUFFIXES, check_writable, finite_json, write_atomic
+from gdln.verify.reports import AlignReport, FindGatesReport, Report, is_number
 
 
 def emit(report: Report | dict, as_json: bool, render, *, markdown: bool = False, fixed=None) -> None:
     """Print ``report`` as JSON (a typed report's ``to_json()``), as Markdown tables
-    (``--markdown``: the report's own Jupyter form, ``verify.display``) or as text (``render``,
+    (``--markdown``: the report's own Jupyter form, ``verify.reports``) or as text (``render``,
     given the JSON dictionary). ``fixed``: the parameters ``--set``
     fixed before deriving (``Task.fixed``), said in every form: a ``fixed`` entry of the JSON
     (exact SymPy text by name), a first line of the text and of the Markdown."""

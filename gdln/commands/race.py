@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gdln.verify.display import predicted_validity_text
+from gdln.verify.reports import predicted_validity_text
 
 from .arguments import load, with_spec
 from .output import ALGEBRAIC_NOTE, emit, has_algebraic, number_text, parameters_line, percent, value_text

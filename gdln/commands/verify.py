@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gdln.derive.words import plural
-from gdln.verify.display import predicted_validity_text, resolution_text, validity_text
+from gdln.verify.reports import predicted_validity_text, resolution_text, validity_text
 
 from .arguments import add_training_arguments, load, with_spec
 from .output import emit, number_text, parameters_line

@@ -1,0 +1,51 @@
+"""The reports' types: frozen dataclasses whose fields are the top-level keys of the JSON that
+the commands print (docs/json.md), `Report.to_json` giving that dictionary, and the Markdown
+tables a notebook shows (``_repr_markdown_``, ``gdln ... --markdown``).
+
+Nested entries (a network of the race, a point of the sweep) stay the JSON's dictionaries: the
+contract names their keys, and a report is read by them (``report.networks[0]["t_90"]``). A
+report is also a read-only mapping of its top-level keys (``report["winner"]``), as code written
+when reports were dictionaries reads them.
+
+One module per family of reports on ``base`` (the `Report` base, optional fields and Markdown
+cells): ``race`` (race, verify, simulate), ``unique``, ``sweep``, ``derive`` (one network, shared
+edges), ``graphs`` (graph verify, zero-shot, depth) and ``pathways`` (union, align, find-gates,
+lemma). The rest of gdln imports the names re-exported here.
+"""
+
+from .base import Report, crossover_line, exact_cell, is_number, markdown_table, optional, table_cell
+from .derive import DeriveReport, SharedDeriveReport
+from .graphs import DepthReport, GraphVerifyReport, ZeroShotReport
+from .pathways import AlignReport, FindGatesReport, LemmaReport, UnionReport
+from .race import RaceReport, SimulateReport, VerifyReport, predicted_validity_text, resolution_text, validity_text
+from .sweep import SweepReport
+from .unique import UniqueReport
+
+__all__ = [
+    # the reports, on their base
+    "Report",
+    "AlignReport",
+    "DepthReport",
+    "DeriveReport",
+    "FindGatesReport",
+    "GraphVerifyReport",
+    "LemmaReport",
+    "RaceReport",
+    "SharedDeriveReport",
+    "SimulateReport",
+    "SweepReport",
+    "UnionReport",
+    "UniqueReport",
+    "VerifyReport",
+    "ZeroShotReport",
+    # their cells and verdicts in words, which the commands' text shares
+    "crossover_line",
+    "exact_cell",
+    "is_number",
+    "markdown_table",
+    "optional",
+    "predicted_validity_text",
+    "resolution_text",
+    "table_cell",
+    "validity_text",
+]

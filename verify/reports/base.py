@@ -1,0 +1,111 @@
+"""What every report shares: the `Report` base (its JSON and its read-only mapping of top-level
+keys), optional fields, and the cells and tables of the reports' Markdown."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, fields
+from typing import Any, Self
+
+#: a field's metadata for a key the JSON has only where it applies; ``None`` leaves it out
+OPTIONAL = {"optional": True}
+
+
+def optional() -> Any:
+    """A field that is ``None`` (and absent from the JSON) unless the report has it."""
+    return field(default=None, metadata=OPTIONAL)
+
+
+@dataclass(frozen=True)
+class Report(Mapping[str, Any]):
+    """What every report shares: its JSON, and a read-only view of its top-level keys."""
+
+    def to_json(self) -> dict[str, Any]:
+        """The report as the JSON dictionary the command prints.
+
+        Returns:
+            The fields in order, an optional one only where the report has it (a copy: changing
+            it leaves the report alone). Non-finite numbers stay as they are; the command's
+            ``--json`` writes them as ``null`` and lists them under ``non_finite``.
+        """
+        return {name: copy.deepcopy(getattr(self, name)) for name in self._keys()}
+
+    @classmethod
+    def from_json(cls, entries: Mapping[str, Any]) -> Self:
+        """The report of a JSON dictionary: `to_json`'s inverse.
+
+        Args:
+            entries: the report's top-level keys and their values.
+
+        Returns:
+            The report.
+
+        Raises:
+            TypeError: for a key the report does not have, or a required key missing.
+        """
+        known = {f.name for f in fields(cls)}
+        unknown = set(entries) - known
+        if unknown:
+            raise TypeError(f"{cls.__name__} has no field {', '.join(sorted(unknown))}")
+        return cls(**entries)
+
+    def _keys(self) -> list[str]:
+        return [f.name for f in fields(self) if not (f.metadata.get("optional") and getattr(self, f.name) is None)]
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in self._keys():
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._keys())
+
+    def __len__(self) -> int:
+        return len(self._keys())
+
+
+def table_cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value).replace("|", "\\|")
+
+
+def markdown_table(rows: Sequence[dict], columns: Sequence[tuple[str, str]]) -> str:
+    """``columns`` are ``(key, heading)`` pairs."""
+    lines = ["| " + " | ".join(heading for _, heading in columns) + " |", "|" + " --- |" * len(columns)]
+    lines += ["| " + " | ".join(table_cell(row.get(key)) for key, _ in columns) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def list_cell(values: list) -> str:
+    return ", ".join(table_cell(v) for v in values)
+
+
+def crossover_line(crossover: dict) -> str:
+    """A crossover entry in words: the parameter's value (and its exact form where it has a
+    radical one) and which network is faster on each side."""
+    first, second = crossover["networks"]
+    return (
+        f"crossover {first} / {second}: {crossover['parameter']}* = {exact_cell(crossover)} "
+        f"({crossover['faster_below']} faster below, {crossover['faster_above']} above)"
+    )
+
+
+def exact_cell(entry: dict) -> str:
+    """An exact value (``{"expr", "value"}``) for a table: its value, and its expression where it
+    is written with radicals (an algebraic number with no radical form is given by value alone)."""
+    if "algebraic" in entry or "CRootOf" in entry["expr"] or is_number(entry["expr"]):
+        return table_cell(entry["value"])
+    return f"{table_cell(entry['value'])} = `{entry['expr']}`"
+
+
+def is_number(text: str) -> bool:
+    """Whether ``text`` reads as a number (an exact value written as one needs no expression)."""
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True

@@ -36,6 +36,7 @@ import numpy as np
 
 from gdln.derive.spec import Network, Pathway
 
+from .sharding import shrunk_batch_size
 from .types import ArrayLike, Float
 
 #: the phase ends when the output norm reaches this fraction of the target norm
@@ -206,7 +207,7 @@ def run_phase(w1, w2, inputs, targets, learning_rate, threshold, horizon: int, s
     logarithm, about ``1e-16`` of ``|log2|`` of its output norm relative).
 
     Runs go in chunks of epochs, and a run whose members have all ended leaves the batch
-    (:func:`_batch_size`): phases that differ a hundredfold in length (a sweep over learning
+    (:func:`numeric.sharding.shrunk_batch_size`): phases that differ a hundredfold in length (a sweep over learning
     rates) no longer all run as long as the longest. A run that has left stands still, so its
     output, and the numbers of it recorded per epoch, stay as they were at its last epoch."""
     runs = w1.shape[0]
@@ -247,7 +248,7 @@ def run_phase(w1, w2, inputs, targets, learning_rate, threshold, horizon: int, s
         live[rows if over else rows[np.asarray(current[3])[rows].all(axis=1)]] = False
         if over or not live.any():
             break
-        size = _batch_size(int(live.sum()), len(batch_runs))
+        size = shrunk_batch_size(int(live.sum()), len(batch_runs))
         if size < len(batch_runs):
             _keep_rows(state, current, batch_runs, ~live)  # the runs that have left, before the batch drops them
             keep = np.resize(np.flatnonzero(live), size)
@@ -293,23 +294,6 @@ def _take(state, keep, data, runs):
     """The batch's state rows ``keep`` and the data of ``runs``, in one program per batch size
     (indexing each array alone compiles a gather per array and size)."""
     return [x[keep] for x in state], [x[runs] for x in data]
-
-
-#: the batch of runs never shrinks below this many: a smaller one saves little arithmetic, and
-#: each new size is one more program to compile (or read back from the cache) per process
-_SMALLEST_BATCH = 64
-
-
-def _batch_size(alive: int, size: int) -> int:
-    """Runs per chunk when ``alive`` runs are still moving in a batch of ``size``: the same size
-    until the live runs fill at most a quarter of it, then halved for as long as they fit in half
-    (never below :data:`_SMALLEST_BATCH`). A batch that only loses a few runs keeps its compiled
-    program; one that loses most of them moves to a smaller one."""
-    if alive > size // 4:
-        return size
-    while alive <= size // 2 and size // 2 >= _SMALLEST_BATCH:
-        size //= 2
-    return size
 
 
 def member_ends(

@@ -24,6 +24,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .sharding import shrunk_batch_size
+
 #: epochs per compiled block of :func:`gate_hold`; every run stops at its own epoch inside a block
 BLOCK = 256
 
@@ -138,26 +140,37 @@ def gate_hold(
     floors = np.array([gated_floor(inputs[r], targets[r], gates[r]) for r in range(runs)])
     stop_loss = floors + margin * np.asarray(initial_losses, dtype=np.float64)
     limit = np.asarray(epochs, dtype=np.int64)
-    state = (
-        jnp.asarray(w1),
-        jnp.asarray(w2),
-        jnp.zeros(runs, jnp.int64),
-        jnp.full(runs, jnp.nan),
-        jnp.full(runs, -1, jnp.int64),
-    )
-    operands = (
-        jnp.asarray(inputs),
-        jnp.asarray(targets),
-        jnp.asarray(gates),
-        jnp.asarray(learning_rate, jnp.float64) * jnp.ones(runs),
-        jnp.full(runs, level),
-        jnp.asarray(stop_loss),
-        jnp.asarray(limit),
-    )
+    # each row of the batch is a run (``batch_runs``); rows that stopped leave the batch
+    # (numeric.sharding.shrunk_batch_size), so runs whose lengths differ tenfold (a sweep over
+    # learning rates) do not all run as long as the longest
+    state = [w1, w2, np.zeros(runs, np.int64), np.full(runs, np.nan), np.full(runs, -1, np.int64)]
+    operands = [
+        inputs,
+        targets,
+        gates,
+        np.asarray(learning_rate, np.float64) * np.ones(runs),
+        np.full(runs, level),
+        stop_loss,
+        limit,
+    ]
+    taken, losses, reasons = np.zeros(runs, np.int64), np.full(runs, np.nan), np.full(runs, -1, np.int64)
+    batch_runs = np.arange(runs)
+    on_device = tuple(jnp.asarray(x) for x in state)
+    fixed = [jnp.asarray(x) for x in operands]
     # a run stops by its last epoch at the latest: one block more than the longest run
     for _ in range(int(limit.max(initial=0)) // BLOCK + 1):
-        state = _block(state, *operands, steps=BLOCK)
-        if bool(jnp.all(state[4] >= 0)):
+        on_device = _block(on_device, *fixed, steps=BLOCK)
+        now = [np.asarray(x) for x in on_device[2:]]
+        # padding rows repeat a live run's row, so writing them again writes the same
+        taken[batch_runs], losses[batch_runs], reasons[batch_runs] = now
+        live = np.flatnonzero(now[2] < 0)
+        if len(live) == 0:
             break
-    _, _, taken, losses, reasons = (np.asarray(s) for s in state)
+        size = shrunk_batch_size(len(np.unique(batch_runs[live])), len(batch_runs))
+        if size < len(batch_runs):
+            keep = np.resize(live, size)
+            # indexed on the host: a device gather would compile anew for each size
+            on_device = tuple(jnp.asarray(np.asarray(x)[keep]) for x in on_device)
+            fixed = [jnp.asarray(np.asarray(x)[keep]) for x in fixed]
+            batch_runs = batch_runs[keep]
     return GateHold(epochs=taken, losses=losses, floors=floors, reasons=reasons)

@@ -103,3 +103,22 @@ def shard_runs(tree, devices: int):
         return jax.tree_util.tree_map(jnp.asarray, tree)
     mesh = Mesh(np.array(jax.local_devices()[:devices]), ("runs",))
     return jax.device_put(tree, NamedSharding(mesh, PartitionSpec(None, "runs")))
+
+
+#: a batch of runs that shrinks as its runs finish (:func:`shrunk_batch_size`) never shrinks below
+#: this many: a smaller one saves little arithmetic, and each new size is one more program to
+#: compile (or read back from the cache) per process
+SMALLEST_BATCH = 64
+
+
+def shrunk_batch_size(alive: int, size: int) -> int:
+    """Runs per compiled call when ``alive`` runs are still moving in a batch of ``size``: the
+    same size until the live runs fill at most a quarter of it, then halved for as long as they
+    fit in half (never below :data:`SMALLEST_BATCH`). A batch that only loses a few runs keeps its
+    compiled program; one that loses most of them moves to a smaller one, so runs that differ
+    tenfold in length no longer all run as long as the longest."""
+    if alive > size // 4:
+        return size
+    while alive <= size // 2 and size // 2 >= SMALLEST_BATCH:
+        size //= 2
+    return size

@@ -285,8 +285,9 @@ def test_runs_that_leave_the_batch_end_as_each_run_alone(monkeypatch):
     as they end, and the batch shrinks: every run's ends are exactly those of the run alone,
     members included, and its end weights and losses agree to 1e-12."""
     import gdln.numeric.alignment as alignment
+    import gdln.numeric.sharding as sharding
 
-    monkeypatch.setattr(alignment, "_SMALLEST_BATCH", 1)
+    monkeypatch.setattr(sharding, "SMALLEST_BATCH", 1)
     sizes: list[tuple[int, int]] = []  # (batch size, live runs) at each shrink
     take = alignment._take
 

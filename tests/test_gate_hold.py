@@ -94,6 +94,40 @@ def test_the_continuation_settles_when_the_loss_nears_its_floor():
     assert hold.reasons[0] == SETTLED and hold.epochs[0] == first
 
 
+def test_runs_that_stop_leave_the_batch_and_end_as_each_run_alone(monkeypatch):
+    """Runs whose horizons differ tenfold, in one batch that shrinks as they stop (to one row
+    with the smallest batch patched to 1), stop where each run alone does, with its loss."""
+    import gdln.numeric.sharding as sharding
+
+    problems = [_problem(seed) for seed in range(6)]
+    stack = [np.stack(a) for a in zip(*problems)]
+    inputs, targets, w1, w2 = stack
+    gates = np.einsum("rni,rui->rnu", inputs, w1) > 0
+    initial = 0.5 * np.mean(np.sum(targets**2, axis=2), axis=1)
+    horizons = np.array([60, 120, 240, 600, 1200, 2400])
+    rates = np.full(6, 0.01)
+    alone = [
+        gate_hold(
+            inputs[[r]],
+            targets[[r]],
+            w1[[r]],
+            w2[[r]],
+            gates[[r]],
+            rates[[r]],
+            horizons[[r]],
+            initial[[r]],
+            level=2.0,
+            margin=-1.0,
+        )
+        for r in range(6)
+    ]
+    monkeypatch.setattr(sharding, "SMALLEST_BATCH", 1)
+    together = gate_hold(inputs, targets, w1, w2, gates, rates, horizons, initial, level=2.0, margin=-1.0)
+    assert list(together.reasons) == [HORIZON] * 6 and list(together.epochs) == list(horizons)
+    for r, run in enumerate(alone):
+        assert together.losses[r] == pytest.approx(run.losses[0], rel=LOOP_RTOL)
+
+
 def test_the_floor_is_the_least_loss_of_maps_gated_by_the_patterns():
     inputs, targets, w1, _ = _problem(11, units=4)
     gates = inputs @ w1.T > 0

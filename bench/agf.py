@@ -12,8 +12,8 @@ every epoch. Then, for the AGF model at the default fraction:
   with a prominence of at least a tenth of the curve's fastest fall (``DROP_PROMINENCE``; a
   definition of the measurement, not fitted to anything); the drops of the AGF curve and of the
   ReLU network's are paired in order and the largest gap in epochs is printed, with the counts;
-- activations: the units that activate within each AGF drop (between the minima of the rate of
-  fall around it), averaged over seeds, and those activated outside any drop;
+- activations: the units that activate within each AGF drop's span (between the slowest falls
+  around it; the spans tile the horizon), averaged over seeds, and those never activated;
 - where the model is worst: the epoch of its largest deviation and the drop it falls in;
 - cost: the AGF model's seconds per point (all seeds, at the default fraction) against one ReLU
   training run of the same seeds, compilation included for both, measured in this run.
@@ -58,12 +58,15 @@ DIRECTIONS = 256
 
 def drops(curve: np.ndarray) -> tuple[np.ndarray, list[tuple[int, int]]]:
     """The epochs of a loss curve's drops (peaks of its rate of fall, module docstring) and the
-    interval of each (from the minimum of the rate before it to the one after)."""
+    epochs each drop spans: from the slowest fall between it and the drop before (epoch 0 for
+    the first) to the slowest fall between it and the next (the horizon for the last), so the
+    spans tile the horizon."""
     from scipy.signal import find_peaks
 
     fall = -np.diff(curve)
-    peaks, found = find_peaks(fall, prominence=DROP_PROMINENCE * np.max(fall))
-    return peaks, list(zip(found["left_bases"], found["right_bases"], strict=True))
+    peaks, _ = find_peaks(fall, prominence=DROP_PROMINENCE * np.max(fall))
+    bounds = [0, *(a + int(np.argmin(fall[a:b])) for a, b in zip(peaks[:-1], peaks[1:], strict=True)), len(curve)]
+    return peaks, list(zip(bounds[:-1], bounds[1:], strict=True))
 
 
 def coarse_grained(task, models, alignment, values) -> np.ndarray:
@@ -142,9 +145,6 @@ def measure(spec: str, init: float, rate: float, epochs: int | None) -> dict:
     paired = min(len(relu_drops), len(model_drops))
     activated = default.activated_at
     per_drop = [float(np.mean(np.sum((activated >= a) & (activated < b), axis=1))) for a, b in intervals]
-    in_drop = np.zeros(activated.shape, bool)
-    for a, b in intervals:
-        in_drop |= (activated >= a) & (activated < b)
     worst_drop = next((k for k, (a, b) in enumerate(intervals) if a <= worst < b), None)
     return {
         "spec": spec,
@@ -160,7 +160,6 @@ def measure(spec: str, init: float, rate: float, epochs: int | None) -> dict:
         "agf_drops": [int(t) for t in model_drops],
         "largest_drop_gap": int(np.max(np.abs(relu_drops[:paired] - model_drops[:paired]))) if paired else None,
         "activations_per_drop": per_drop,
-        "activations_outside_drops": float(np.mean(np.sum((activated >= 0) & ~in_drop, axis=1))),
         "never_activated": float(np.mean(np.sum(activated < 0, axis=1))),
         "agf_seconds": agf_seconds,
         "relu_seconds": relu_seconds,
@@ -170,7 +169,7 @@ def measure(spec: str, init: float, rate: float, epochs: int | None) -> dict:
 def markdown(rows: list[dict]) -> str:
     lines = [
         f"| task | init | lr | AGF, f = {OUTPUT_FRACTION:g} | AGF, f = {NEGLECTED_FRACTION:g} | frozen gates | 256 directions | worst (epoch, drop) "
-        "| drops ReLU / AGF (largest gap, epochs) | units activated per drop (outside, never) | AGF / training time |",
+        "| drops ReLU / AGF (largest gap, epochs) | units activated per drop (never) | AGF / training time |",
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for r in rows:
@@ -179,8 +178,7 @@ def markdown(rows: list[dict]) -> str:
             f"| {r['spec'].removesuffix('.toml')} | {r['init_scale']:.3g} | {r['learning_rate']:g} | "
             f"{r['agf'][str(OUTPUT_FRACTION)]:.4f} | {r['agf'][str(NEGLECTED_FRACTION)]:.4f} | {r['frozen_gates']:.4f} | {r['coarse_grained']:.4f} | "
             f"{r['worst_epoch']}, {drop} | {len(r['relu_drops'])} / {len(r['agf_drops'])} ({r['largest_drop_gap']}) | "
-            f"{' / '.join(f'{n:.0f}' for n in r['activations_per_drop'])} ({r['activations_outside_drops']:.0f}, "
-            f"{r['never_activated']:.0f}) | {r['agf_seconds'] / r['relu_seconds']:.2f} |"
+            f"{' / '.join(f'{n:.0f}' for n in r['activations_per_drop'])} ({r['never_activated']:.0f}) | {r['agf_seconds'] / r['relu_seconds']:.2f} |"
         )
     return "\n".join(lines)
 

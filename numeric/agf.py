@@ -139,25 +139,35 @@ def agf_step(directions, log_norms, active, inputs, targets, learning_rate, frac
     every unit under the residual of the active ones. Returns ``(directions, log_norms, active,
     newly_active, loss)`` (the loss before the step, after the activations)."""
     w, a = split_directions(directions, inputs.shape[1])
-    hidden = jax.nn.relu(jnp.einsum("ni,sui->snu", inputs, w))  # outputs of the directions
+    pre = jnp.einsum("ni,sui->snu", inputs, w)
+    hidden = jax.nn.relu(pre)  # outputs of the directions
     squares = jnp.exp(2 * log_norms)  # ||theta_i||^2: a unit's output over its direction's
     output_norms = squares * jnp.linalg.norm(hidden, axis=1) * jnp.linalg.norm(a, axis=2)
-    residual = targets - jnp.einsum("snu,suo->sno", hidden * (active * squares)[:, None], a)
+    weighted = hidden * squares[:, None]
+
+    def outputs(units):
+        return jnp.einsum("snu,suo->sno", weighted * units[:, None], a)
+
+    residual = targets - outputs(active)
     budget = fraction * jnp.linalg.norm(residual, axis=(1, 2))
     # the sort is needed only where the dormant outputs, summed in norm, exceed the budget
     over = jnp.sum(jnp.where(active, 0.0, output_norms), axis=1) > budget
-    newly = jax.lax.cond(
-        jnp.any(over),
-        lambda: jax.vmap(_activation)(output_norms, active, budget) & over[:, None],
-        lambda: jnp.zeros_like(active),
-    )
+
+    def activate():
+        newly = jax.vmap(_activation)(output_norms, active, budget) & over[:, None]
+        return newly, residual - outputs(newly)
+
+    newly, residual = jax.lax.cond(jnp.any(over), activate, lambda: (jnp.zeros_like(active), residual))
     active = active | newly
-    residual = residual - jnp.einsum("snu,suo->sno", hidden * (newly * squares)[:, None], a)
     # the loss of the model's whole output, dormant units included (as the alignment phase's is)
-    whole = residual - jnp.einsum("snu,suo->sno", hidden * (~active * squares)[:, None], a)
+    whole = residual - outputs(~active)
     loss = 0.5 * jnp.mean(jnp.sum(whole**2, axis=2), axis=1)
-    gradient = jax.vmap(utility_gradient, in_axes=(0, None, 0))(directions, inputs, residual)
-    moved = directions + learning_rate * gradient
+    # every unit's utility gradient under the residual (utility_gradient, with the products above)
+    gate = (pre > 0).astype(inputs.dtype)
+    count = inputs.shape[0]
+    grad_w = jnp.einsum("snu,ni->sui", jnp.einsum("sno,suo->snu", residual, a) * gate, inputs) / count
+    grad_a = jnp.einsum("sno,snu->suo", residual, hidden) / count
+    moved = directions + learning_rate * jnp.concatenate([grad_w, grad_a], axis=2)
     growth = jnp.linalg.norm(moved, axis=2)
     return moved / growth[..., None], log_norms + jnp.log(growth), active, newly, loss
 

@@ -116,7 +116,8 @@ def measure(spec: str, init: float, rate: float, epochs: int | None) -> dict:
         return jax.block_until_ready(run.losses)
 
     def agf_run(fraction):
-        return agf_losses(*initial, inputs, targets, rate, training.epochs, fraction=fraction)
+        w1s, w2s = initial
+        return agf_losses(w1s, w2s, inputs, targets, rate, training.epochs, fraction=fraction)
 
     # each timed once, compilation included for both (a second run of each would double the cost)
     started = time.perf_counter()

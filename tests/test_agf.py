@@ -3,8 +3,9 @@
 Its pieces against independent computations: the utility's gradient against central finite
 differences, Euler's identity of a 2-homogeneous utility, one step of a dormant unit against
 utility ascent in plain coordinates, the activation budget at every step, and with every unit
-active, against a numpy loop of gradient descent on the ReLU network. Then the whole model on
-XoR, where no unit re-gates after the alignment phase, against the frozen-gate theory.
+active, against a numpy loop of gradient descent on the ReLU network; on data symmetric under
+x -> -x, the exact halving of the linear rate. Then the whole model on XoR, where no unit re-gates
+after the alignment phase, against the frozen-gate theory.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gdln.derive.spec import load_spec
 from gdln.numeric.agf import agf_losses, agf_step, unit_directions, unit_utility, utility_gradient
@@ -192,3 +195,27 @@ def test_verify_reports_the_agf_model(capsys):
     printed = json.loads(capsys.readouterr().out)
     assert printed["agf"]["max_deviation"] == pytest.approx(report.agf["max_deviation"], rel=ROUNDING_RTOL)
     assert len(printed["agf"]["activated_units"]) == 1
+
+
+@settings(max_examples=30)  # every shape compiles its own products: a few seconds
+@given(
+    seed=st.integers(0, 2**31 - 1),
+    pairs=st.integers(1, 6),
+    dims=st.tuples(st.integers(1, 4), st.integers(1, 3)),
+)
+def test_on_symmetric_data_an_odd_residual_drives_every_unit_at_half_the_linear_rate(seed, pairs, dims):
+    """Data symmetric under x -> -x (Zhang, Saxe & Latham 2025): each unit is on at exactly one
+    point of every pair ``(x, -x)``, so under a residual that is odd (``r(-x) = -r(x)``) its
+    utility gradient is exactly half that of the same unit without the ReLU, a linear network's:
+    ``1/2 (1/N sum_n (r_n . a) x_n, 1/N sum_n r_n (w . x_n))``."""
+    inputs_dim, outputs_dim = dims
+    rng = np.random.default_rng(seed)
+    half = rng.normal(size=(pairs, inputs_dim))
+    residual_half = rng.normal(size=(pairs, outputs_dim))
+    inputs, residual = np.concatenate([half, -half]), np.concatenate([residual_half, -residual_half])
+    directions = rng.normal(size=(5, inputs_dim + outputs_dim))
+    relu = np.asarray(utility_gradient(jnp.asarray(directions), jnp.asarray(inputs), jnp.asarray(residual)))
+    w, a = directions[:, :inputs_dim], directions[:, inputs_dim:]
+    count = len(inputs)
+    linear = np.concatenate([(a @ residual.T) @ inputs / count, (inputs @ w.T).T @ residual / count], axis=1)
+    np.testing.assert_allclose(relu, linear / 2, rtol=ROUNDING_RTOL, atol=1e-14)

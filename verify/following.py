@@ -152,7 +152,8 @@ def agf_prediction(models: TaskPredictions, initial_weights, values: Mapping, tr
     ``initial_weights = (W1s, W2s)``, from those weights alone: the seeds' mean loss every
     ``stride`` epochs, the units each seed activated and the epoch of its first activation."""
     inputs, targets = models.dataset(parameter_vector(models.task, values))
-    run = agf_losses(*initial_weights, inputs, targets, training.learning_rate, training.epochs)
+    w1s, w2s = initial_weights
+    run = agf_losses(w1s, w2s, inputs, targets, training.learning_rate, training.epochs)
     activated = run.activated_at >= 0
     return {
         "curve": np.mean(run.losses, axis=0)[::stride],
@@ -271,7 +272,7 @@ def verify_report(
         time_model: ``gradient descent`` at the training step or ``gradient flow`` (default:
             gradient descent with ``alignment``, the only one offered otherwise being gradient flow).
         agf: also predict by the Alternating Gradient Flows model of the ReLU network
-            (:mod:`numeric.agf`, from the initial weights at the training step, whatever the
+            (`numeric.agf`, from the initial weights at the training step, whatever the
             initial conditions of the candidates); reported as ``agf``, never the one followed.
 
     Returns:

@@ -146,6 +146,7 @@ def test_unit_directions_keep_the_weights():
 XOR_AGREEMENT = 0.005
 
 
+@pytest.mark.slow
 def test_on_xor_it_follows_the_frozen_gate_theory():
     """On XoR no unit re-gates after the alignment phase, so the AGF model, whose gates move,
     and the GDLN of the settled patterns, whose gates are frozen, predict the same curve. No
@@ -184,6 +185,7 @@ def test_on_xor_it_follows_the_frozen_gate_theory():
     assert frozen[-1] < 1e-3 * frozen[0]  # the comparison covers the whole drop
 
 
+@pytest.mark.slow
 def test_verify_reports_the_agf_model(capsys):
     from gdln.cli import main
     from gdln.verify.following import verify_report
@@ -197,11 +199,11 @@ def test_verify_reports_the_agf_model(capsys):
     assert len(printed["agf"]["activated_units"]) == 1
 
 
-@settings(max_examples=30)  # every shape compiles its own products: a few seconds
+@settings(max_examples=30)
 @given(
     seed=st.integers(0, 2**31 - 1),
-    pairs=st.integers(1, 6),
-    dims=st.tuples(st.integers(1, 4), st.integers(1, 3)),
+    pairs=st.sampled_from([1, 5]),  # few shapes: each compiles its own products
+    dims=st.sampled_from([(1, 1), (3, 2)]),
 )
 def test_on_symmetric_data_an_odd_residual_drives_every_unit_at_half_the_linear_rate(seed, pairs, dims):
     """Data symmetric under x -> -x (Zhang, Saxe & Latham 2025): each unit is on at exactly one

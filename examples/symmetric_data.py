@@ -30,7 +30,18 @@ from gdln.verify.following import verify_report
 
 DATASETS = (100, 101, 102, 103)
 PAIRS = 4
-TRAINING = {"learning_rate": 0.01, "init_scale": 1e-4, "epochs": 8000, "hidden_units": 128, "seeds": 3}
+LEARNING_RATE = 0.01
+INIT_SCALE = 1e-4
+EPOCHS = 8000
+UNITS = 128
+SEEDS = 3
+TRAINING = {
+    "learning_rate": LEARNING_RATE,
+    "init_scale": INIT_SCALE,
+    "epochs": EPOCHS,
+    "hidden_units": UNITS,
+    "seeds": SEEDS,
+}
 
 
 def symmetric_dataset(seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -41,33 +52,27 @@ def symmetric_dataset(seed: int) -> tuple[np.ndarray, np.ndarray]:
 
 def linear_at_half_speed(inputs, targets) -> np.ndarray:
     """Per seed, the loss of ``W2 W1 x`` from the ReLU runs' initial weights over sqrt 2, at half the step."""
-    t = TRAINING
-    w1s, w2s = initial_relu_weights(
-        t["hidden_units"], inputs.shape[1], targets.shape[1], t["init_scale"], range(t["seeds"])
-    )
+    w1s, w2s = initial_relu_weights(UNITS, inputs.shape[1], targets.shape[1], INIT_SCALE, range(SEEDS))
 
     def one(w1, w2):
         loss = lambda p: mean_squared_loss(inputs @ p[0].T @ p[1].T, targets)  # noqa: E731
-        return descend(loss, (w1 / np.sqrt(2), w2 / np.sqrt(2)), t["learning_rate"] / 2, t["epochs"])[1]
+        return descend(loss, (w1 / np.sqrt(2), w2 / np.sqrt(2)), LEARNING_RATE / 2, EPOCHS)[1]
 
     return np.asarray(jax.vmap(one)(w1s, w2s))
 
 
 def main() -> None:
     use_x64()
-    t = TRAINING
     for seed in DATASETS:
         inputs, targets = symmetric_dataset(seed)
         relu = np.asarray(
-            train_relu(
-                inputs, targets, t["hidden_units"], t["init_scale"], t["learning_rate"], t["epochs"], range(t["seeds"])
-            ).losses
+            train_relu(inputs, targets, UNITS, INIT_SCALE, LEARNING_RATE, EPOCHS, range(SEEDS)).losses
         ).mean(axis=0)
         linear = linear_at_half_speed(inputs, targets).mean(axis=0)
         task = task_from_dict(
             {
                 "data": {"inputs": inputs.tolist(), "targets": targets.tolist()},
-                "training": t,
+                "training": TRAINING,
                 "network": [{"name": "linear", "pathway": [{"name": "all"}]}],
             }
         )

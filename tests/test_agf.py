@@ -221,3 +221,25 @@ def test_on_symmetric_data_an_odd_residual_drives_every_unit_at_half_the_linear_
     count = len(inputs)
     linear = np.concatenate([(a @ residual.T) @ inputs / count, (inputs @ w.T).T @ residual / count], axis=1)
     np.testing.assert_allclose(relu, linear / 2, rtol=ROUNDING_RTOL, atol=1e-14)
+
+
+def test_sweep_compares_the_agf_model_only_where_it_trains(capsys):
+    from .helpers import run_cli
+
+    code, out, err = run_cli(capsys, ["sweep", str(XOR_SPEC), "--grid", "Delta=0.5:3:2", "--agf"])
+    assert code == 2 and "--agf" in err and "--check" in err and "Traceback" not in err
+
+
+@pytest.mark.slow
+def test_sweep_reports_the_agf_model_at_its_checked_points(capsys):
+    from .helpers import run_cli
+
+    code, out, _ = run_cli(
+        capsys, ["sweep", str(XOR_SPEC), "--grid", "Delta=0.5:3:2", "--check", "2", "--agf", "--seeds", "1", "--json"]
+    )
+    assert code == 0
+    checked = [p["checked"] for p in json.loads(out)["points"] if p["checked"]]
+    assert len(checked) == 2
+    # on XoR the AGF model follows the trained network as closely as verify measures it (bench.agf)
+    assert all(0 <= entry["agf_deviation"] <= XOR_AGREEMENT for entry in checked)
+    assert all(entry["follows"] in ("linear", "xor") for entry in checked)

@@ -19,6 +19,12 @@ every epoch. Then, for the AGF model at the default fraction:
   training run of the same seeds, compilation included for both, measured in this run.
 
 Context tasks take about 4 minutes a setting on 2 busy cores; ``--quick`` runs XoR alone.
+
+``--frozen-active`` prints instead, per setting, the AGF model with each active unit's gates
+frozen at its activation (only dormant units' gates move; ``numeric.agf.agf_losses``'
+``freeze_active``) against the same trained networks: how much of the moving gates that the
+frozen-gate theory misses are the active units' own, and how much the dormant units' realigning
+before they activate.
 """
 
 from __future__ import annotations
@@ -167,6 +173,36 @@ def measure(spec: str, init: float, rate: float, epochs: int | None) -> dict:
     }
 
 
+def measure_frozen_active(spec: str, init: float, rate: float, epochs: int | None) -> dict:
+    """At one setting: the AGF model with and without the active units' gates frozen, against
+    the mean ReLU loss (max deviation of the initial loss, and the epoch of the largest)."""
+    from gdln.numeric.agf import agf_losses
+    from gdln.numeric.prediction import TaskPredictions
+    from gdln.numeric.training import train_relu
+    from gdln.verify.entries import parameter_vector
+    from gdln.verify.following import relu_initial_weights
+
+    task = load_spec(ROOT / "examples" / spec)
+    task = task.with_training(init_scale=init, learning_rate=rate, **({"epochs": epochs} if epochs else {}))
+    training = task.training
+    inputs, targets = TaskPredictions(task).dataset(parameter_vector(task, task.values(None)))
+    w1s, w2s = relu_initial_weights(task, training)
+    relu = np.mean(
+        np.asarray(
+            train_relu(
+                inputs, targets, training.hidden_units, init, rate, training.epochs, range(training.seeds)
+            ).losses
+        ),
+        axis=0,
+    )
+    found = {"spec": spec, "init_scale": init, "learning_rate": rate}
+    for name, freeze in (("moving", False), ("frozen_active", True)):
+        run = agf_losses(w1s, w2s, inputs, targets, rate, training.epochs, freeze_active=freeze)
+        gap = np.abs(np.mean(run.losses, axis=0) - relu) / relu[0]
+        found[name] = {"max_deviation": float(np.max(gap)), "epoch": int(np.argmax(gap))}
+    return found
+
+
 def markdown(rows: list[dict]) -> str:
     lines = [
         f"| task | init | lr | AGF, f = {OUTPUT_FRACTION:g} | AGF, f = {NEGLECTED_FRACTION:g} | frozen gates | 256 directions | worst (epoch, drop) "
@@ -188,15 +224,27 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="XoR only")
     parser.add_argument("--markdown", action="store_true")
+    parser.add_argument(
+        "--frozen-active", action="store_true", help="the AGF model with the active units' gates frozen instead"
+    )
     args = parser.parse_args()
     use_x64()
     rows = []
     for spec, init, rate, epochs in SETTINGS:
         if args.quick and spec != "xor.toml":
             continue
-        rows.append(measure(spec, init, rate, epochs))
+        rows.append((measure_frozen_active if args.frozen_active else measure)(spec, init, rate, epochs))
         print(json.dumps(rows[-1]), file=sys.stderr if args.markdown else sys.stdout, flush=True)
-    if args.markdown:
+    if args.markdown and args.frozen_active:
+        print("| task | init | lr | AGF (epoch of the largest) | AGF, active units' gates frozen (epoch) |")
+        print("| --- | --- | --- | --- | --- |")
+        for r in rows:
+            print(
+                f"| {r['spec'].removesuffix('.toml')} | {r['init_scale']:.3g} | {r['learning_rate']:g} | "
+                f"{r['moving']['max_deviation']:.4f} ({r['moving']['epoch']}) | "
+                f"{r['frozen_active']['max_deviation']:.4f} ({r['frozen_active']['epoch']}) |"
+            )
+    elif args.markdown:
         print(markdown(rows))
 
 

@@ -137,13 +137,19 @@ def _activation(output_norms, active, budget):
     return ~active & ~jnp.zeros_like(active).at[order].set(fits_sorted)
 
 
-def agf_step(directions, log_norms, active, inputs, targets, learning_rate, fraction):
+def agf_step(directions, log_norms, active, frozen, inputs, targets, learning_rate, fraction, freeze_active=False):
     """One epoch of AGF for seeds side by side (leading axis): activation, then one step of
-    every unit under the residual of the active ones. Returns ``(directions, log_norms, active,
-    newly_active, loss)`` (the loss before the step, after the activations)."""
+    every unit under the residual of the active ones. ``frozen`` ``(seeds, N, units)`` holds each
+    active unit's gates at its activation; with ``freeze_active`` an active unit keeps them (a
+    linear unit on those datapoints) instead of reading them from its weights. Returns
+    ``(directions, log_norms, active, frozen, newly_active, loss)`` (the loss before the step,
+    after the activations)."""
     w, a = split_directions(directions, inputs.shape[1])
     pre = jnp.einsum("ni,sui->snu", inputs, w)
-    hidden = jax.nn.relu(pre)  # outputs of the directions
+    gate = (pre > 0).astype(inputs.dtype)
+    if freeze_active:
+        gate = jnp.where(active[:, None], frozen, gate)
+    hidden = pre * gate  # outputs of the directions
     squares = jnp.exp(2 * log_norms)  # ||theta_i||^2: a unit's output over its direction's
     output_norms = squares * jnp.linalg.norm(hidden, axis=1) * jnp.linalg.norm(a, axis=2)
     weighted = hidden * squares[:, None]
@@ -162,32 +168,39 @@ def agf_step(directions, log_norms, active, inputs, targets, learning_rate, frac
 
     newly, residual = jax.lax.cond(jnp.any(over), activate, lambda: (jnp.zeros_like(active), residual))
     active = active | newly
+    frozen = jnp.where(newly[:, None], gate, frozen)
     # the loss of the model's whole output, dormant units included (as the alignment phase's is)
     whole = residual - outputs(~active)
     loss = 0.5 * jnp.mean(jnp.sum(whole**2, axis=2), axis=1)
     # every unit's utility gradient under the residual (utility_gradient, with the products above)
-    gate = (pre > 0).astype(inputs.dtype)
     count = inputs.shape[0]
     grad_w = jnp.einsum("snu,ni->sui", jnp.einsum("sno,suo->snu", residual, a) * gate, inputs) / count
     grad_a = jnp.einsum("sno,snu->suo", residual, hidden) / count
     moved = directions + learning_rate * jnp.concatenate([grad_w, grad_a], axis=2)
     growth = jnp.linalg.norm(moved, axis=2)
-    return moved / growth[..., None], log_norms + jnp.log(growth), active, newly, loss
+    return moved / growth[..., None], log_norms + jnp.log(growth), active, frozen, newly, loss
 
 
-@partial(jax.jit, static_argnames=("epochs",))
-def _agf_runs(directions, log_norms, inputs, targets, learning_rate, fraction, epochs):
+@partial(jax.jit, static_argnames=("epochs", "freeze_active"))
+def _agf_runs(directions, log_norms, inputs, targets, learning_rate, fraction, epochs, freeze_active):
     def step(state, epoch):
-        directions, log_norms, active, activated_at = state
-        directions, log_norms, active, newly, loss = agf_step(
-            directions, log_norms, active, inputs, targets, learning_rate, fraction
+        directions, log_norms, active, frozen, activated_at = state
+        directions, log_norms, active, frozen, newly, loss = agf_step(
+            directions, log_norms, active, frozen, inputs, targets, learning_rate, fraction, freeze_active
         )
         activated_at = jnp.where(newly, epoch, activated_at)
-        return (directions, log_norms, active, activated_at), loss
+        return (directions, log_norms, active, frozen, activated_at), loss
 
-    start = (directions, log_norms, jnp.zeros(log_norms.shape, bool), jnp.full(log_norms.shape, -1, jnp.int64))
+    seeds, units = log_norms.shape
+    start = (
+        directions,
+        log_norms,
+        jnp.zeros((seeds, units), bool),
+        jnp.zeros((seeds, inputs.shape[0], units), inputs.dtype),
+        jnp.full((seeds, units), -1, jnp.int64),
+    )
     state, losses = jax.lax.scan(step, start, jnp.arange(epochs + 1))
-    return losses.T, state[3], state[1]
+    return losses.T, state[4], state[1]
 
 
 def unit_directions(w1s, w2s):
@@ -208,9 +221,13 @@ def agf_losses(
     epochs: int,
     *,
     fraction: float = NEGLECTED_FRACTION,
+    freeze_active: bool = False,
 ) -> AgfRun:
     """AGF (module docstring) from each seed's initial weights ``(W1s, W2s)`` over ``epochs``
-    epochs at ``learning_rate``; nothing fitted. Needs 64-bit JAX (the caller's entry point)."""
+    epochs at ``learning_rate``; nothing fitted. With ``freeze_active``, a diagnostic: each
+    active unit keeps the gates it had when it activated (only dormant units' gates move), which
+    tells how much of the moving gates is the active units'. Needs 64-bit JAX (the caller's entry
+    point)."""
     directions, log_norms = unit_directions(w1s, w2s)
     losses, activated_at, final_log_norms = _agf_runs(
         jnp.asarray(directions),
@@ -220,5 +237,6 @@ def agf_losses(
         float(learning_rate),
         float(fraction),
         int(epochs),
+        bool(freeze_active),
     )
     return AgfRun(np.asarray(losses), np.asarray(activated_at), np.asarray(final_log_norms) - log_norms)

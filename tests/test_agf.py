@@ -30,7 +30,7 @@ DIFFERENCE_ATOL = 1e-8
 #: the same float64 arithmetic in another order
 ROUNDING_RTOL = 1e-10
 #: one compiled step (called eagerly, its branches would be traced at every call)
-STEP = jax.jit(agf_step)
+STEP = jax.jit(agf_step, static_argnames=("freeze_active",))
 
 
 def _problem(seed: int, units: int = 5, count: int = 8):
@@ -69,6 +69,7 @@ def test_a_dormant_unit_climbs_its_utility_with_a_direction_free_of_its_norm():
             jnp.asarray(directions)[None],
             jnp.asarray(log_norms)[None],
             jnp.zeros((1, len(directions)), bool),
+            jnp.zeros((1, len(inputs), len(directions))),
             jnp.asarray(inputs),
             jnp.asarray(targets)[None],
             rate,
@@ -90,12 +91,16 @@ def test_dormant_outputs_stay_within_their_budget():
     inputs, targets, directions = _problem(4, units=12)
     rng = np.random.default_rng(4)
     log_norms = np.log(10 ** rng.uniform(-3, -1, size=len(directions)))
-    state = (jnp.asarray(directions)[None], jnp.asarray(log_norms)[None], jnp.zeros((1, len(directions)), bool))
+    state = (
+        jnp.asarray(directions)[None],
+        jnp.asarray(log_norms)[None],
+        jnp.zeros((1, len(directions)), bool),
+        jnp.zeros((1, len(inputs), len(directions))),
+    )
     fraction = 0.01
     activated = 0
     for _ in range(300):
-        directions_now, log_norms_now, active = state
-        directions_now, log_norms_now, active, newly, _ = STEP(
+        directions_now, log_norms_now, active, frozen, newly, _ = STEP(
             *state, jnp.asarray(inputs), jnp.asarray(targets)[None], 0.05, fraction
         )
         activated += int(np.sum(newly))
@@ -107,7 +112,7 @@ def test_dormant_outputs_stay_within_their_budget():
         on = np.asarray(active[0])
         residual = targets - (hidden * (on * squares)) @ np.asarray(a)
         assert np.sum(norms[~on]) <= fraction * np.linalg.norm(residual) * (1 + ROUNDING_RTOL)
-        state = (directions_now, log_norms_now, active)
+        state = (directions_now, log_norms_now, active, frozen)
     assert 0 < activated < len(directions)  # the rule was exercised both ways
 
 
@@ -243,3 +248,27 @@ def test_sweep_reports_the_agf_model_at_its_checked_points(capsys):
     # on XoR the AGF model follows the trained network as closely as verify measures it (bench.agf)
     assert all(0 <= entry["agf_deviation"] <= XOR_AGREEMENT for entry in checked)
     assert all(entry["follows"] in ("linear", "xor") for entry in checked)
+
+
+def test_frozen_active_gates_are_the_gates_at_activation():
+    """With ``freeze_active`` an active unit is linear on the datapoints it was on when it
+    activated: with every unit active from the start (no budget), that is gradient descent on
+    the GDLN of the initial gates, one width-1 chain per unit."""
+    rng = np.random.default_rng(7)
+    inputs, targets = rng.normal(size=(6, 3)), rng.normal(size=(6, 2))
+    w1s, w2s = 0.3 * rng.normal(size=(1, 7, 3)), 0.3 * rng.normal(size=(1, 2, 7))
+    rate, epochs = 0.05, 40
+    run = agf_losses(w1s, w2s, inputs, targets, rate, epochs, fraction=0.0, freeze_active=True)
+    w1, w2, losses = w1s[0], w2s[0], []
+    gates = (inputs @ w1.T > 0).astype(float)
+    for _ in range(epochs + 1):
+        hidden = (inputs @ w1.T) * gates
+        residual = targets - hidden @ w2.T
+        losses.append(0.5 * np.mean(np.sum(residual**2, axis=1)))
+        w1, w2 = (
+            w1 + rate * ((residual @ w2) * gates).T @ inputs / len(inputs),
+            w2 + rate * residual.T @ hidden / len(inputs),
+        )
+    np.testing.assert_allclose(run.losses[0], losses, rtol=ROUNDING_RTOL)
+    moving = agf_losses(w1s, w2s, inputs, targets, rate, epochs, fraction=0.0)
+    assert not np.allclose(moving.losses[0], losses, rtol=1e-6)  # the gates did move in the network

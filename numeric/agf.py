@@ -58,7 +58,8 @@ network, to rounding (tested). So what the model measures is how well AGF's sepa
 (dormant units out of the residual, active ones minimising), not a reduction: it steps every
 unit, as training does, and costs a little more per epoch than a training run
 (``python -m bench.agf`` times both). Seeds run side by side (batched products), epochs in a
-compiled ``lax.scan``. 64-bit JAX is switched on by the entry points, not here.
+compiled ``lax.scan``; runs that differ in data, weights and step (grid points times seeds)
+run together (:func:`agf_points`). 64-bit JAX is switched on by the entry points, not here.
 """
 
 from __future__ import annotations
@@ -138,14 +139,16 @@ def _activation(output_norms, active, budget):
 
 
 def agf_step(directions, log_norms, active, frozen, inputs, targets, learning_rate, fraction, freeze_active=False):
-    """One epoch of AGF for seeds side by side (leading axis): activation, then one step of
-    every unit under the residual of the active ones. ``frozen`` ``(seeds, N, units)`` holds each
+    """One epoch of AGF for runs side by side (leading axis of every argument but ``fraction``;
+    each run its own data ``inputs (runs, N, inp)``, ``targets (runs, N, out)`` and step
+    ``learning_rate (runs,)``): activation, then one step of every unit under the residual of
+    the active ones. ``frozen`` ``(seeds, N, units)`` holds each
     active unit's gates at its activation; with ``freeze_active`` an active unit keeps them (a
     linear unit on those datapoints) instead of reading them from its weights. Returns
     ``(directions, log_norms, active, frozen, newly_active, loss)`` (the loss before the step,
     after the activations)."""
-    w, a = split_directions(directions, inputs.shape[1])
-    pre = jnp.einsum("ni,sui->snu", inputs, w)
+    w, a = split_directions(directions, inputs.shape[2])
+    pre = jnp.einsum("sni,sui->snu", inputs, w)
     gate = (pre > 0).astype(inputs.dtype)
     if freeze_active:
         gate = jnp.where(active[:, None], frozen, gate)
@@ -173,10 +176,10 @@ def agf_step(directions, log_norms, active, frozen, inputs, targets, learning_ra
     whole = residual - outputs(~active)
     loss = 0.5 * jnp.mean(jnp.sum(whole**2, axis=2), axis=1)
     # every unit's utility gradient under the residual (utility_gradient, with the products above)
-    count = inputs.shape[0]
-    grad_w = jnp.einsum("snu,ni->sui", jnp.einsum("sno,suo->snu", residual, a) * gate, inputs) / count
+    count = inputs.shape[1]
+    grad_w = jnp.einsum("snu,sni->sui", jnp.einsum("sno,suo->snu", residual, a) * gate, inputs) / count
     grad_a = jnp.einsum("sno,snu->suo", residual, hidden) / count
-    moved = directions + learning_rate * jnp.concatenate([grad_w, grad_a], axis=2)
+    moved = directions + learning_rate[:, None, None] * jnp.concatenate([grad_w, grad_a], axis=2)
     growth = jnp.linalg.norm(moved, axis=2)
     return moved / growth[..., None], log_norms + jnp.log(growth), active, frozen, newly, loss
 
@@ -196,7 +199,7 @@ def _agf_runs(directions, log_norms, inputs, targets, learning_rate, fraction, e
         directions,
         log_norms,
         jnp.zeros((seeds, units), bool),
-        jnp.zeros((seeds, inputs.shape[0], units), inputs.dtype),
+        jnp.zeros((seeds, inputs.shape[1], units), inputs.dtype),
         jnp.full((seeds, units), -1, jnp.int64),
     )
     state, losses = jax.lax.scan(step, start, jnp.arange(epochs + 1))
@@ -212,6 +215,36 @@ def unit_directions(w1s, w2s):
     return stacked / norms[..., None], np.log(norms)
 
 
+def agf_points(
+    w1s: Float[ArrayLike, "runs units inp"],
+    w2s: Float[ArrayLike, "runs out units"],
+    inputs: Float[ArrayLike, "runs N inp"],
+    targets: Float[ArrayLike, "runs N out"],
+    learning_rates: Float[ArrayLike, " runs"],
+    epochs: int,
+    *,
+    fraction: float = NEGLECTED_FRACTION,
+    freeze_active: bool = False,
+) -> AgfRun:
+    """AGF (module docstring) for runs that differ in data, initial weights and step (grid
+    points times seeds), all in one program over ``epochs`` epochs; nothing fitted. With
+    ``freeze_active``, a diagnostic: each active unit keeps the gates it had when it activated
+    (only dormant units' gates move), which tells how much of the moving gates is the active
+    units'. Needs 64-bit JAX (the caller's entry point)."""
+    directions, log_norms = unit_directions(w1s, w2s)
+    losses, activated_at, final_log_norms = _agf_runs(
+        jnp.asarray(directions),
+        jnp.asarray(log_norms),
+        jnp.asarray(inputs, jnp.float64),
+        jnp.asarray(targets, jnp.float64),
+        jnp.asarray(learning_rates, jnp.float64),
+        float(fraction),
+        int(epochs),
+        bool(freeze_active),
+    )
+    return AgfRun(np.asarray(losses), np.asarray(activated_at), np.asarray(final_log_norms) - log_norms)
+
+
 def agf_losses(
     w1s: Float[ArrayLike, "seeds units inp"],
     w2s: Float[ArrayLike, "seeds out units"],
@@ -223,20 +256,16 @@ def agf_losses(
     fraction: float = NEGLECTED_FRACTION,
     freeze_active: bool = False,
 ) -> AgfRun:
-    """AGF (module docstring) from each seed's initial weights ``(W1s, W2s)`` over ``epochs``
-    epochs at ``learning_rate``; nothing fitted. With ``freeze_active``, a diagnostic: each
-    active unit keeps the gates it had when it activated (only dormant units' gates move), which
-    tells how much of the moving gates is the active units'. Needs 64-bit JAX (the caller's entry
-    point)."""
-    directions, log_norms = unit_directions(w1s, w2s)
-    losses, activated_at, final_log_norms = _agf_runs(
-        jnp.asarray(directions),
-        jnp.asarray(log_norms),
-        jnp.asarray(inputs, jnp.float64),
-        jnp.asarray(targets, jnp.float64),
-        float(learning_rate),
-        float(fraction),
-        int(epochs),
-        bool(freeze_active),
+    """:func:`agf_points` for the seeds of one dataset and step: from each seed's initial weights
+    ``(W1s, W2s)`` over ``epochs`` epochs at ``learning_rate``."""
+    seeds = np.shape(w1s)[0]
+    return agf_points(
+        w1s,
+        w2s,
+        np.repeat(np.asarray(inputs, np.float64)[None], seeds, axis=0),
+        np.repeat(np.asarray(targets, np.float64)[None], seeds, axis=0),
+        np.full(seeds, float(learning_rate)),
+        epochs,
+        fraction=fraction,
+        freeze_active=freeze_active,
     )
-    return AgfRun(np.asarray(losses), np.asarray(activated_at), np.asarray(final_log_norms) - log_norms)

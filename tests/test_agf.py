@@ -70,9 +70,9 @@ def test_a_dormant_unit_climbs_its_utility_with_a_direction_free_of_its_norm():
             jnp.asarray(log_norms)[None],
             jnp.zeros((1, len(directions)), bool),
             jnp.zeros((1, len(inputs), len(directions))),
-            jnp.asarray(inputs),
+            jnp.asarray(inputs)[None],
             jnp.asarray(targets)[None],
-            rate,
+            jnp.asarray([rate]),
             1e6,  # a budget no unit reaches: every unit stays dormant, the residual is the targets
         )
         new_directions, new_log_norms, active = (np.asarray(a)[0] for a in out[:3])
@@ -101,7 +101,7 @@ def test_dormant_outputs_stay_within_their_budget():
     activated = 0
     for _ in range(300):
         directions_now, log_norms_now, active, frozen, newly, _ = STEP(
-            *state, jnp.asarray(inputs), jnp.asarray(targets)[None], 0.05, fraction
+            *state, jnp.asarray(inputs)[None], jnp.asarray(targets)[None], jnp.asarray([0.05]), fraction
         )
         activated += int(np.sum(newly))
         # the budget is checked before the step, with the weights the activation saw
@@ -272,3 +272,20 @@ def test_frozen_active_gates_are_the_gates_at_activation():
     np.testing.assert_allclose(run.losses[0], losses, rtol=ROUNDING_RTOL)
     moving = agf_losses(w1s, w2s, inputs, targets, rate, epochs, fraction=0.0)
     assert not np.allclose(moving.losses[0], losses, rtol=1e-6)  # the gates did move in the network
+
+
+def test_runs_of_several_datasets_are_each_its_own_run():
+    """``agf_points`` runs differing in data, weights and step together; each is the run
+    ``agf_losses`` makes of it alone."""
+    from gdln.numeric.agf import agf_points
+
+    rng = np.random.default_rng(8)
+    inputs, targets = rng.normal(size=(2, 6, 3)), rng.normal(size=(2, 6, 2))
+    w1s, w2s = 1e-3 * rng.normal(size=(2, 7, 3)), 1e-3 * rng.normal(size=(2, 2, 7))
+    rates = np.array([0.05, 0.02])
+    together = agf_points(w1s, w2s, inputs, targets, rates, 300)
+    for k in range(2):
+        alone = agf_losses(w1s[k : k + 1], w2s[k : k + 1], inputs[k], targets[k], rates[k], 300)
+        np.testing.assert_allclose(together.losses[k], alone.losses[0], rtol=ROUNDING_RTOL)
+        np.testing.assert_array_equal(together.activated_at[k], alone.activated_at[0])
+    assert np.all(np.any(together.activated_at >= 0, axis=1))  # each run activated units within the horizon

@@ -45,6 +45,7 @@ from gdln.derive.spec import (
     training_value,
 )
 from gdln.derive.words import plural
+from gdln.numeric.agf import agf_points
 from gdln.numeric.alignment import OUTPUT_FRACTION
 from gdln.numeric.prediction import TaskPredictions
 from gdln.numeric.processes import gather_json, process_share
@@ -62,7 +63,7 @@ from gdln.numeric.training import initial_relu_weights, train_relu_points
 from . import rules
 from .checks import check_training_size, check_values
 from .entries import finite_or_none, theory_stride
-from .following import agf_prediction, candidate_predictions, predicted_relu_curves, relu_alignment
+from .following import candidate_predictions, predicted_relu_curves, relu_alignment
 from .progress import Stages
 from .reports import SweepReport
 from .rules import VALIDITY, finite_crossings, follow_resolution, followed_candidate, race_winner
@@ -694,6 +695,17 @@ def _train_chunk(models, predictors, task: Task, grid: SweepGrid, rows: np.ndarr
     seconds = time.perf_counter() - started
     per_point = losses.reshape(len(rows), seeds, -1)
     sampled = per_point[:, :, ::stride]
+    agf_curves = None
+    if agf:  # every point and seed of the chunk in one program, from the same initial weights
+        run = agf_points(
+            (scale * w1[None]).reshape(-1, *w1.shape[1:]),
+            (scale * w2[None]).reshape(-1, *w2.shape[1:]),
+            np.repeat(inputs[rows], seeds, axis=0),
+            np.repeat(targets[rows], seeds, axis=0),
+            np.repeat(grid.learning_rate[rows], seeds),
+            training.epochs,
+        )
+        agf_curves = run.losses.reshape(len(rows), seeds, -1).mean(axis=1)[:, ::stride]
     # every epoch's loss, not only the samples: a run may overflow between two of them
     diverged = ~np.all(np.isfinite(per_point), axis=1)
     found = []
@@ -724,7 +736,7 @@ def _train_chunk(models, predictors, task: Task, grid: SweepGrid, rows: np.ndarr
                 np.array(sampled[k]),
                 {name: np.asarray(curve) for name, curve in curves.items()},
                 int(np.argmax(diverged[k])) if diverged[k].any() else None,
-                agf_prediction(models, initial, values, point_training, stride)["curve"] if agf else None,
+                None if agf_curves is None else agf_curves[k],
             )
         )
     return found, seconds

@@ -13,6 +13,7 @@ from gdln.derive.derivation import NetworkDerivation
 from gdln.derive.errors import SpecError
 from gdln.derive.spec import Network, Task
 from gdln.derive.words import plural
+from gdln.numeric.agf import NEGLECTED_FRACTION, agf_losses
 from gdln.numeric.alignment import OUTPUT_FRACTION, Alignment, align, aligned_network
 from gdln.numeric.initial_conditions import ALIGNMENT, MODELS, WEIGHTS, unmatched_units
 from gdln.numeric.prediction import (
@@ -142,6 +143,41 @@ def predicted_relu_curves(
     return curves
 
 
+#: how ``verify``'s JSON names the Alternating Gradient Flows model's dynamics
+AGF_DYNAMICS = "alternating gradient flows"
+
+
+def agf_prediction(models: TaskPredictions, initial_weights, values: Mapping, training, stride: int) -> dict:
+    """The Alternating Gradient Flows model (:mod:`numeric.agf`) of ReLU runs with
+    ``initial_weights = (W1s, W2s)``, from those weights alone: the seeds' mean loss every
+    ``stride`` epochs, the units each seed activated and the epoch of its first activation."""
+    inputs, targets = models.dataset(parameter_vector(models.task, values))
+    w1s, w2s = initial_weights
+    run = agf_losses(w1s, w2s, inputs, targets, training.learning_rate, training.epochs)
+    activated = run.activated_at >= 0
+    return {
+        "curve": np.mean(run.losses, axis=0)[::stride],
+        "activated_units": [int(n) for n in np.sum(activated, axis=1)],
+        "first_activation": [int(np.min(a[a >= 0])) if np.any(a >= 0) else None for a in run.activated_at],
+    }
+
+
+def agf_entry(model: dict, ts, relu) -> dict:
+    """The AGF model against the ReLU network, as ``verify``'s JSON gives it (``"agf"``)."""
+    curve = model["curve"]
+    entry = {
+        "dynamics": AGF_DYNAMICS,
+        "neglected_fraction": NEGLECTED_FRACTION,
+        **deviations(curve, relu),
+        "t_half_predicted": finite_crossing(ts, curve, 0.5),
+        "t_half_relu": finite_crossing(ts, relu, 0.5),
+        "activated_units": model["activated_units"],
+        "first_activation": model["first_activation"],
+    }
+    entry["within_validity"] = within_validity(entry["max_deviation"])
+    return entry
+
+
 def network_toml(network: Network, comment: str) -> str:
     """A ``[[network]]`` table for a spec file (pathways on every input and output)."""
     lines = [f"# {comment}", "[[network]]", f'name = "{network.name}"']
@@ -212,6 +248,7 @@ def verify_report(
     representations: bool = True,
     initial_conditions: str = ALIGNMENT,
     time_model: str | None = None,
+    agf: bool = False,
 ) -> VerifyReport:
     """Train the ReLU network and say which candidate network it follows, and how closely;
     with ``data.contexts``, add the census of its hidden units and the MDS comparison with
@@ -234,6 +271,9 @@ def verify_report(
             runs' alignment phase), ``weights`` (their initial weights) or ``width``.
         time_model: ``gradient descent`` at the training step or ``gradient flow`` (default:
             gradient descent with ``alignment``, the only one offered otherwise being gradient flow).
+        agf: also predict by the Alternating Gradient Flows model of the ReLU network
+            (`numeric.agf`, from the initial weights at the training step, whatever the
+            initial conditions of the candidates); reported as ``agf``, never the one followed.
 
     Returns:
         The comparison (`VerifyReport`; ``to_json()`` is ``gdln verify --json``).
@@ -254,7 +294,7 @@ def verify_report(
     ts = epoch_grid(training.epochs, stride)
     alignment: Alignment | None = None
     extra: tuple[Network, ...] = ()
-    step = Stages("verify", 2 + (initial_conditions == ALIGNMENT) + (task.contexts is not None))
+    step = Stages("verify", 2 + (initial_conditions == ALIGNMENT) + agf + (task.contexts is not None))
     if initial_conditions == ALIGNMENT:
         step("alignment phase of the ReLU runs")
         alignment = relu_alignment(models, initial, values, training)
@@ -274,6 +314,10 @@ def verify_report(
         alignment=alignment,
     )
     predicted = None if alignment is None else alignment_validity(models, alignment, values, training)
+    agf_model = None
+    if agf:
+        step("the alternating gradient flows model from the initial weights")
+        agf_model = agf_prediction(models, initial, values, training, stride)
     step(f"training the ReLU network ({plural(training.seeds, 'seed')})")
     run, _, _ = train_network(task, "relu", overrides, seeds, epochs, models)
     relu = np.mean(np.asarray(run.losses), axis=0)[::stride]
@@ -316,6 +360,10 @@ def verify_report(
     if alignment is not None:
         report["alignment"] = alignment_entry(alignment, [*task.networks, *extra])
         report["predicted_validity"] = predicted
+    if agf_model is not None:
+        report["agf"] = agf_entry(agf_model, ts, relu)
+        if note := divergence_note("prediction of the AGF model", ts, agf_model["curve"]):
+            notes.append(note)
     if notes:
         report["notes"] = notes
     if task.contexts is not None:

@@ -45,6 +45,7 @@ from gdln.derive.spec import (
     training_value,
 )
 from gdln.derive.words import plural
+from gdln.numeric.agf import agf_points
 from gdln.numeric.alignment import OUTPUT_FRACTION
 from gdln.numeric.prediction import TaskPredictions
 from gdln.numeric.processes import gather_json, process_share
@@ -427,6 +428,7 @@ def sweep_report(
     *,
     check: int = 0,
     models: TaskPredictions | None = None,
+    agf: bool = False,
 ) -> SweepReport:
     """The race at every grid point (width- and alignment-seeded), the derived crossovers, and
     at ``check`` points the candidate trained ReLU networks follow (see the module docstring).
@@ -438,6 +440,9 @@ def sweep_report(
         check: the number of grid points at which ReLU networks are trained, chosen to cover
             the grid and its boundaries.
         models: the task's derivations and compiled predictions, to reuse across calls.
+        agf: at the checked points, also predict by the Alternating Gradient Flows model of the
+            ReLU network (`numeric.agf`, as ``gdln verify --agf``): ``agf_deviation`` in each
+            ``checked`` entry (never the candidate followed).
 
     Returns:
         The phase diagram (`SweepReport`; ``to_json()`` is ``gdln sweep --json``).
@@ -446,6 +451,8 @@ def sweep_report(
         SpecError: for axes or values the task cannot be raced at."""
     check_axes(axes)
     check_sweep_size(task, axes, check)
+    if agf and not check:
+        raise SpecError(task.source, "--agf", "compares the AGF model with trained networks: it needs --check")
     if not task.networks:
         raise SpecError(task.source, "network", "the sweep needs at least one [[network]]")
     overrides = dict(overrides or {})
@@ -528,7 +535,7 @@ def sweep_report(
         hold = np.array([bool(p["assumptions"] and p["assumptions"]["hold"]) for p in points])
         chosen = check_points(aligned_labels, grid.shape, check, ok, claimed=hold)
         step(f"training at {plural(len(chosen), 'checked point')}")
-        training_seconds, per_run, processes = _check(groups, task, grid, chosen, points, inputs, targets)
+        training_seconds, per_run, processes = _check(groups, task, grid, chosen, points, inputs, targets, agf)
 
     step.close()
     near_boundary = set(boundary_points(aligned_labels, grid.shape).tolist())
@@ -586,7 +593,9 @@ class TrainedPoint:
         predictions: each candidate's loss predicted from the seeds' alignment phase, followed
             by gradient descent (verify's default), at ``ts``.
         diverged_at: the first epoch at which some seed's loss is not finite (the training
-            diverged), ``None`` where every loss is finite."""
+            diverged), ``None`` where every loss is finite.
+        agf: the Alternating Gradient Flows model's loss at ``ts`` (`numeric.agf`), where it was
+            asked for; else ``None``."""
 
     index: int
     values: dict[str, float]
@@ -596,6 +605,7 @@ class TrainedPoint:
     losses: np.ndarray
     predictions: dict[str, np.ndarray]
     diverged_at: int | None = None
+    agf: np.ndarray | None = None
 
 
 def trained_points(
@@ -646,10 +656,10 @@ def points_per_chunk(task: Task, hidden_units: int) -> int:
 
 
 def _train_points(
-    groups, task: Task, grid: SweepGrid, chosen: np.ndarray, inputs, targets
+    groups, task: Task, grid: SweepGrid, chosen: np.ndarray, inputs, targets, agf: bool = False
 ) -> Iterator[tuple[list[TrainedPoint], float]]:
-    """The ``chosen`` points trained with the spec's seeds and predicted as verify predicts them,
-    chunk by chunk (:func:`points_per_chunk` points of a width in one program): yields each
+    """The ``chosen`` points trained with the spec's seeds and predicted as verify predicts them
+    (with ``agf``, by the AGF model too), chunk by chunk (:func:`points_per_chunk` points of a width in one program): yields each
     chunk's points and the seconds its training took. Every run's losses are the same whatever
     the chunks (`numeric.training.train_relu_points`)."""
     training = task.training
@@ -661,10 +671,10 @@ def _train_points(
         predictors = candidate_predictions(models)
         size = points_per_chunk(task, int(width))
         for start in range(0, len(rows), size):
-            yield _train_chunk(models, predictors, task, grid, rows[start : start + size], inputs, targets)
+            yield _train_chunk(models, predictors, task, grid, rows[start : start + size], inputs, targets, agf)
 
 
-def _train_chunk(models, predictors, task: Task, grid: SweepGrid, rows: np.ndarray, inputs, targets):
+def _train_chunk(models, predictors, task: Task, grid: SweepGrid, rows: np.ndarray, inputs, targets, agf: bool = False):
     """The points ``rows`` (one width) trained in one program, each with its predictions; and
     the seconds the training took."""
     training = task.training
@@ -685,6 +695,17 @@ def _train_chunk(models, predictors, task: Task, grid: SweepGrid, rows: np.ndarr
     seconds = time.perf_counter() - started
     per_point = losses.reshape(len(rows), seeds, -1)
     sampled = per_point[:, :, ::stride]
+    agf_curves = None
+    if agf:  # every point and seed of the chunk in one program, from the same initial weights
+        run = agf_points(
+            (scale * w1[None]).reshape(-1, *w1.shape[1:]),
+            (scale * w2[None]).reshape(-1, *w2.shape[1:]),
+            np.repeat(inputs[rows], seeds, axis=0),
+            np.repeat(targets[rows], seeds, axis=0),
+            np.repeat(grid.learning_rate[rows], seeds),
+            training.epochs,
+        )
+        agf_curves = run.losses.reshape(len(rows), seeds, -1).mean(axis=1)[:, ::stride]
     # every epoch's loss, not only the samples: a run may overflow between two of them
     diverged = ~np.all(np.isfinite(per_point), axis=1)
     found = []
@@ -715,6 +736,7 @@ def _train_chunk(models, predictors, task: Task, grid: SweepGrid, rows: np.ndarr
                 np.array(sampled[k]),
                 {name: np.asarray(curve) for name, curve in curves.items()},
                 int(np.argmax(diverged[k])) if diverged[k].any() else None,
+                None if agf_curves is None else agf_curves[k],
             )
         )
     return found, seconds
@@ -743,6 +765,7 @@ def _checked_entry(point: TrainedPoint) -> dict[str, Any]:
         **follow_resolution(networks, follows, point.losses),
         "reason": None if point.diverged_at is None else f"diverged at epoch {point.diverged_at}",
         "t_half": rules.finite_crossing(point.ts, relu, 0.5),
+        **({} if point.agf is None else {"agf_deviation": deviations(point.agf, relu)["max_deviation"]}),
     }
 
 
@@ -755,7 +778,9 @@ def _sweep_digest(task: Task, grid: SweepGrid, inputs, targets) -> str:
     return digest.hexdigest()
 
 
-def _check(groups, task: Task, grid: SweepGrid, chosen: np.ndarray, points: list[dict], inputs, targets):
+def _check(
+    groups, task: Task, grid: SweepGrid, chosen: np.ndarray, points: list[dict], inputs, targets, agf: bool = False
+):
     """Train ReLU networks at the ``chosen`` points with the spec's seeds, and say which
     candidate each follows by verify's rule (``points[i]["checked"]``).
 
@@ -778,7 +803,7 @@ def _check(groups, task: Task, grid: SweepGrid, chosen: np.ndarray, points: list
     mine = chosen[process_share(len(chosen))]
     entries: list[list] = []
     seconds = 0.0
-    for trained, spent in _train_points(groups, task, grid, mine, inputs, targets):
+    for trained, spent in _train_points(groups, task, grid, mine, inputs, targets, agf):
         seconds += spent
         entries.extend([point.index, _checked_entry(point)] for point in trained)
     shares = gather_json({"entries": entries, "seconds": seconds})

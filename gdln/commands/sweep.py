@@ -21,7 +21,7 @@ def cmd_sweep(args):
     axes = [parse_axis(text, task) for text in args.grid]
     if args.check < 0:
         raise SpecError("--check", str(args.check), "must be 0 or a positive number of points")
-    report = sweep_report(task, axes, check=args.check)
+    report = sweep_report(task, axes, check=args.check, agf=args.agf)
     if not is_first_process():  # of several processes, process 0 alone writes the figure and the report
         return
     if args.plot is not None:
@@ -144,6 +144,11 @@ def add_parser(sub) -> None:
         type=int,
         help="ReLU seeds for the alignment-seeded race and the checks (default: the spec's); more seeds"
         " decide which candidate is followed closer to the boundary",
+    )
+    p.add_argument(
+        "--agf",
+        action="store_true",
+        help="at the checked points, also the Alternating Gradient Flows model's deviation (needs --check)",
     )
     p.add_argument("--plot", metavar="FILE.png", help="write the phase diagram (.png, .pdf or .svg)")
     add_process_arguments(p)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gdln.derive.words import plural
-from gdln.verify.reports import predicted_validity_text, resolution_text, validity_text
+from gdln.verify.reports import agf_text, predicted_validity_text, resolution_text, validity_text
 
 from .arguments import add_training_arguments, load, with_spec
 from .output import emit, number_text, parameters_line
@@ -39,6 +39,8 @@ def _render_verify(report):
         print(f"  validity: {verdict}")
     if report.get("predicted_validity") is not None:
         print(f"  predicted before training: {predicted_validity_text(report['predicted_validity'])}")
+    if report.get("agf") is not None:
+        print(f"  {agf_text(report['agf'])}")
     said = resolution_text(report.get("resolution"))
     if said:
         print(f"  {said}")
@@ -77,6 +79,7 @@ def cmd_verify(args):
         epochs=args.epochs,
         initial_conditions=args.initial_conditions,
         time_model=None if args.time is None else TIME_FLAGS[args.time],
+        agf=args.agf,
     )
     emit(report, args.json, _render_verify, markdown=args.markdown, fixed=task.fixed)
 
@@ -107,5 +110,10 @@ def add_parser(sub) -> None:
         "--time",
         choices=sorted(TIME_FLAGS),
         help="follow gradient descent at the training step (default with alignment) or gradient flow",
+    )
+    p.add_argument(
+        "--agf",
+        action="store_true",
+        help="also predict by the Alternating Gradient Flows model of the ReLU network (as 'agf' in the JSON)",
     )
     p.set_defaults(run=cmd_verify)

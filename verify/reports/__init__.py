@@ -17,7 +17,15 @@ from .base import Report, crossover_line, exact_cell, is_number, markdown_table,
 from .derive import DeriveReport, SharedDeriveReport
 from .graphs import DepthReport, GraphVerifyReport, ZeroShotReport
 from .pathways import AlignReport, FindGatesReport, LemmaReport, UnionReport
-from .race import RaceReport, SimulateReport, VerifyReport, predicted_validity_text, resolution_text, validity_text
+from .race import (
+    RaceReport,
+    SimulateReport,
+    VerifyReport,
+    agf_text,
+    predicted_validity_text,
+    resolution_text,
+    validity_text,
+)
 from .sweep import SweepReport
 from .unique import UniqueReport
 
@@ -39,6 +47,7 @@ __all__ = [
     "VerifyReport",
     "ZeroShotReport",
     # their cells and verdicts in words, which the commands' text shares
+    "agf_text",
     "crossover_line",
     "exact_cell",
     "is_number",

@@ -81,6 +81,10 @@ class VerifyReport(Report):
         predicted_validity: with alignment initial conditions, the theory's own verdict, made
             before training (``verify.rules.predicted_validity``): ``gates_move_at``,
             ``loss_then``, ``still_to_fall``, ``within_validity``; else ``None``.
+        agf: with ``agf``, the Alternating Gradient Flows model of the ReLU network
+            (``numeric.agf``): ``dynamics``, ``neglected_fraction``, ``max_deviation``,
+            ``mean_deviation``, ``t_half_predicted``, ``t_half_relu``, ``activated_units`` and
+            ``first_activation`` per seed, ``within_validity``; else ``None``.
         notes: where a prediction or the training diverged; else ``None``.
         census: on context tasks, the hidden units' gate census; else ``None``.
         mds: on context tasks, the followed candidate's representations against the ReLU
@@ -99,6 +103,7 @@ class VerifyReport(Report):
     networks: list[dict[str, Any]]
     alignment: dict[str, Any] | None = optional()
     predicted_validity: dict[str, Any] | None = optional()
+    agf: dict[str, Any] | None = optional()
     notes: list[str] | None = optional()
     census: dict[str, Any] | None = optional()
     mds: dict[str, Any] | None = optional()
@@ -116,6 +121,8 @@ class VerifyReport(Report):
         verdict = validity_text(self.follows, self.networks, self.validity)
         if self.predicted_validity is not None:
             verdict += f"\n\npredicted before training: {predicted_validity_text(self.predicted_validity)}"
+        if self.agf is not None:
+            verdict += f"\n\n{agf_text(self.agf)}"
         return f"**the ReLU network follows: {table_cell(self.follows)}**{said}\n\n{verdict}\n\n" + markdown_table(
             self.networks, columns
         )
@@ -168,6 +175,14 @@ def validity_text(follows: str | None, networks: list[dict], validity: float) ->
             f"{network['name']} ({role}): max deviation {size}, {where} where the theory holds ({100 * validity:g}%)"
         )
     return "; ".join(said)
+
+
+def agf_text(agf: Mapping[str, Any]) -> str:
+    """The Alternating Gradient Flows model's entry of ``verify`` in words."""
+    where = {True: "within", False: "outside", None: "not judged: no finite deviation,"}[agf["within_validity"]]
+    size = "not finite" if agf["max_deviation"] is None else f"{100 * agf['max_deviation']:.3g}% of the initial loss"
+    units = ", ".join(str(n) for n in agf["activated_units"])
+    return f"{agf['dynamics']} (AGF): max deviation {size}, {where} where the theory holds; units activated per seed: {units}"
 
 
 def predicted_validity_text(predicted: Mapping[str, Any]) -> str:

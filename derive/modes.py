@@ -432,6 +432,51 @@ def _square_roots(expr: sympy.Expr) -> set:
     return {p for p in expr.atoms(sympy.Pow) if p.exp == sympy.S.Half and p.base.free_symbols}
 
 
+def _in_root(expr: sympy.Expr, root: sympy.Expr) -> tuple[sympy.Expr, sympy.Expr] | None:
+    """``(p, q)`` with ``expr = p + q root``, polynomials in the parameters (``root`` a square
+    root of one); ``None`` where the parts are not polynomials."""
+    x = sympy.Dummy("r")
+    poly = sympy.Poly(sympy.expand(expr.subs(root, x)), x)
+    if not all(c.is_polynomial(*c.free_symbols) for c in poly.all_coeffs()):
+        return None
+    reduced = sympy.Poly(sympy.rem(poly.as_expr(), x**2 - sympy.expand(root.base), x), x)
+    return sympy.expand(reduced.coeff_monomial(1)), sympy.expand(reduced.coeff_monomial(x))
+
+
+def _sign_for_positive(poly: sympy.Expr) -> int:
+    """``1`` or ``-1`` where every coefficient of the polynomial ``poly`` in its symbols (all of
+    them positive) has that sign, so that ``poly`` has it wherever they do; ``0`` otherwise."""
+    symbols = sorted(poly.free_symbols, key=str)
+    if poly == 0 or not all(symbol.is_positive for symbol in symbols):
+        return 0
+    coefficients = sympy.Poly(poly, *symbols).coeffs() if symbols else [poly]
+    for sign in (1, -1):
+        if all(sign * c > 0 for c in coefficients):
+            return sign
+    return 0
+
+
+def _without_cancellation(expr: sympy.Expr) -> sympy.Expr:
+    """``expr``, written so that float64 keeps its digits where it is ``p + q r`` (``r`` a square
+    root, ``p`` and ``q`` polynomials of opposite signs for all positive parameters): then the two
+    terms cancel, and ``(p^2 - q^2 r^2) / (p - q r)`` (the first factored) equals it with none.
+    A parametric vector's squared norm takes this form for the smaller root of a quadratic:
+    ``ctx-only`` ``context-1``'s smallest mode in the three-context example, whose expanded norm
+    lost 1e-7 of ``u`` at ``g = 1/2`` (its terms near 1e9, their sum near 1)."""
+    roots = _square_roots(expr)
+    if len(roots) != 1:
+        return expr
+    root = roots.pop()
+    parts = _in_root(expr, root)
+    if parts is None:
+        return expr
+    p, q = parts
+    signs = _sign_for_positive(p), _sign_for_positive(q)
+    if 0 in signs or signs[0] == signs[1]:
+        return expr
+    return sympy.factor(sympy.expand(p * p - q * q * root.base)) / (p - q * root)
+
+
 def _rationalised(numerator: sympy.Expr, denominator: sympy.Expr) -> sympy.Expr | None:
     """``numerator / denominator`` written as ``(A + B r) / C`` with polynomials ``A, B, C`` in the
     parameters and their common factor cancelled, when both lie in ``Q(params)[r]`` for a single
@@ -441,17 +486,7 @@ def _rationalised(numerator: sympy.Expr, denominator: sympy.Expr) -> sympy.Expr 
         return None
     root = roots.pop()
     radicand = sympy.expand(root.base)
-    x = sympy.Dummy("r")
-
-    def linear(expr):
-        poly = sympy.Poly(sympy.expand(expr.subs(root, x)), x)
-        if not all(c.is_polynomial(*c.free_symbols) for c in poly.all_coeffs()):
-            return None
-        reduced = sympy.rem(poly.as_expr(), x**2 - radicand, x)
-        reduced = sympy.Poly(reduced, x)
-        return sympy.expand(reduced.coeff_monomial(1)), sympy.expand(reduced.coeff_monomial(x))
-
-    top, bottom = linear(numerator), linear(denominator)
+    top, bottom = _in_root(numerator, root), _in_root(denominator, root)
     if top is None or bottom is None:
         return None
     (p, q), (m, n) = top, bottom
@@ -512,7 +547,9 @@ def _factored(expr: sympy.Expr) -> sympy.Expr:
 
 def _normalised(vector: sympy.Matrix, kind: str, field) -> sympy.ImmutableMatrix:
     vector = vector.applyfunc(lambda e: _canonical(e, field))
-    norm = _root(_canonical((vector.T * vector)[0, 0], field), kind)
+    squared = _canonical((vector.T * vector)[0, 0], field)
+    stable = _without_cancellation(squared) if kind == "parametric" else squared
+    norm = _root(squared, kind) if stable is squared else sympy.sqrt(stable)
     if kind == "implicit":
         return sympy.ImmutableMatrix(vector.applyfunc(lambda e: e / norm if e != 0 else e))
     if kind == "parametric":

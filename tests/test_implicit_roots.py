@@ -197,6 +197,34 @@ def test_mode_values_of_implicit_modes_at_many_points_are_numpy_s_svd(symbolic):
                 )
 
 
+def test_closed_form_modes_with_a_square_root_keep_their_digits(symbolic):
+    """ctx-only's modes in closed form (a rational function and square roots of g) at four values of
+    g: u v^T equals numpy's SVD of Sigma_yx from the data to 1e-10. context-1's smallest mode has a
+    squared norm p + q sqrt(R) whose two terms cancel (near 1e9 each at g = 1/2, their sum near 1),
+    which lost 1e-7 in float64 until written as (p^2 - q^2 R) / (p - q sqrt(R))."""
+    from gdln.numeric.mode_values import pathway_mode_values
+
+    derivation = symbolic.derivation("ctx-only")
+    values = np.array([[0.25], [0.5], [1.5], [3.0]])
+    inputs, targets = symbolic.dataset.batch(values)
+    for pathway, network_pathway in zip(derivation.pathways, derivation.network.pathways):
+        assert {m.kind for m in pathway.modes} == {"parametric"}
+        modes = pathway_mode_values(pathway, derivation.parameters, f"ctx-only.{pathway.name}")(values)
+        active, rows, columns = (
+            list(network_pathway.active),
+            list(network_pathway.outputs),
+            list(network_pathway.inputs),
+        )
+        for point in range(len(values)):
+            x, y = inputs[point][active][:, columns], targets[point][active][:, rows]
+            u, s, vt = np.linalg.svd(y.T @ x / len(inputs[point]))
+            for k in range(modes.s.shape[1]):
+                j = int(np.argmin(np.abs(s - modes.s[point, k])))
+                assert modes.s[point, k] == pytest.approx(s[j], rel=1e-12)
+                outer = np.outer(modes.u[point, :, k], modes.v[point, :, k])
+                np.testing.assert_allclose(outer, np.outer(u[:, j], vt[j]), rtol=0, atol=1e-10)
+
+
 def test_overlap_norms_without_vectors_are_the_sums_over_modes(symbolic):
     """The symmetric groups' overlaps of pathways with implicit roots, computed from projectors as
     rational functions of g (Symmetry._span_norms), equal at g = 3/2 the sums over modes they stand

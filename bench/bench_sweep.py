@@ -40,7 +40,7 @@ def sweep_benchmarks(quick: bool = False) -> dict:
     from gdln.numeric.prediction import TaskPredictions
     from gdln.numeric.training import initial_relu_weights, train_relu_points
     from gdln.verify.simulation import train_network
-    from gdln.verify.sweep import aligned_race, aligned_race_hints, finite_points, parse_axis, sweep_grid, width_race
+    from gdln.verify.sweep import aligned_race, finite_points, parse_axis, sweep_grid, width_race
 
     side = 16 if quick else 64
     xor = load_spec(XOR)
@@ -51,8 +51,8 @@ def sweep_benchmarks(quick: bool = False) -> dict:
     rows = np.flatnonzero(ok)
     width_race(models, grid, rows)  # compile
     theory = timed(lambda: width_race(models, grid, rows), repeat=3)
-    # the sweep orders the alignment-seeded descent by the width-seeded race
-    hints = aligned_race_hints(width_race(models, grid, rows))
+    # the sweep orders the alignment-seeded descent by the width-seeded t_half
+    hints = {name: race.crossings[:, 0] for name, race in width_race(models, grid, rows).items()}
     aligned_race(models, grid, rows, (inputs, targets), hints)  # compile
     aligned = timed(lambda: aligned_race(models, grid, rows, (inputs, targets), hints), repeat=1)
     run = lambda: train_network(xor, "relu", seeds=1, models=models)[0].losses  # noqa: E731
@@ -95,7 +95,7 @@ def sweep_benchmarks(quick: bool = False) -> dict:
     section4_theory = timed(lambda: width_race(models4, grid4, rows4), repeat=1)
     # the alignment-seeded race: the phase of the 700-unit network, then each candidate's chains
     _, inputs4, targets4 = finite_points(models4, grid4)
-    hints4 = aligned_race_hints(width_race(models4, grid4, rows4))
+    hints4 = {name: race.crossings[:, 0] for name, race in width_race(models4, grid4, rows4).items()}
     aligned_race(models4, grid4, rows4, (inputs4, targets4), hints4)  # compile
     section4_aligned = timed(lambda: aligned_race(models4, grid4, rows4, (inputs4, targets4), hints4), repeat=1)
     costs = flow_step_costs(models4.prediction("common+1"), section4)

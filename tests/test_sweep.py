@@ -172,10 +172,9 @@ def test_spread_points_cover_the_plane(count, lattice):
 ALIGNED_RTOL = 1e-9
 
 
-def _verify_aligned_race(task, models, values: dict, init_scale: float) -> dict:
-    """Each candidate's ``(t_half, t_90, loss at the horizon)`` as ``gdln verify
-    --initial-conditions alignment`` predicts its curve at a point (the phase of the point's own
-    seeds, then verify's curves), without training."""
+def _verify_aligned_t_half(task, models, values: dict, init_scale: float) -> dict:
+    """Each candidate's t_half as ``gdln verify --initial-conditions alignment`` predicts it at a
+    point (the phase of the point's own seeds, then verify's curves), without training."""
     from gdln.verify.entries import epoch_grid, theory_stride
     from gdln.verify.following import candidate_predictions, predicted_relu_curves, relu_alignment
     from gdln.verify.following import relu_initial_weights as point_weights
@@ -189,32 +188,21 @@ def _verify_aligned_race(task, models, values: dict, init_scale: float) -> dict:
     curves = predicted_relu_curves(
         models, candidate_predictions(models), initial, values, trained.training, ts, alignment=alignment
     )
-    return {
-        name: (finite_crossing(ts, curve, 0.5), finite_crossing(ts, curve, 0.1), float(curve[-1]))
-        for name, curve in curves.items()
-    }
+    return {name: finite_crossing(ts, curve, 0.5) for name, curve in curves.items()}
 
 
-def _same_aligned_race(point: dict, expected: dict) -> None:
-    """The sweep's alignment-seeded entries are verify's curves' crossings, and the loss at the
-    horizon is given exactly where the curve never falls to 10% (the descent stops there)."""
+def _same_aligned_t_half(point: dict, expected: dict) -> None:
     for entry in point["networks"]:
-        half, ninety, final = expected[entry["name"]]
-        for key, theirs in (("aligned_t_half", half), ("aligned_t_90", ninety)):
-            assert (entry[key] is None) == (theirs is None), (point["values"], key, entry, theirs)
-            if theirs is not None:
-                assert entry[key] == pytest.approx(theirs, rel=ALIGNED_RTOL), (point["values"], key, entry)
-        if ninety is None:
-            assert entry["aligned_final_loss"] == pytest.approx(final, rel=ALIGNED_RTOL), (point["values"], entry)
-        else:
-            assert entry["aligned_final_loss"] is None
+        theirs = expected[entry["name"]]
+        assert (entry["aligned_t_half"] is None) == (theirs is None), (point["values"], entry, theirs)
+        if theirs is not None:
+            assert entry["aligned_t_half"] == pytest.approx(theirs, rel=ALIGNED_RTOL), (point["values"], entry)
 
 
 @pytest.mark.slow
-def test_aligned_race_and_check_are_verify_at_the_point(xor, xor_models):
-    """At a checked point the sweep's alignment-seeded t_half is verify's predicted t_half (its
-    t_90 and loss at the horizon are verify's curve's), and the candidate it says the trained
-    network follows is verify's."""
+def test_aligned_race_and_check_are_verify_at_the_point(xor):
+    """At a checked point the sweep's alignment-seeded t_half is verify's predicted t_half, and the
+    candidate it says the trained network follows is verify's."""
     # init scales share one phase per seed, scaled (numeric.alignment.run_phase): not the smallest too
     axes = [parse_axis("Delta=1.0:1.9:2", xor), parse_axis("init_scale=1e-5:1e-3:2:log", xor)]
     report = sweep_report(xor, axes, check=4)
@@ -226,10 +214,6 @@ def test_aligned_race_and_check_are_verify_at_the_point(xor, xor_models):
             assert entry["aligned_t_half"] == pytest.approx(
                 by_name[entry["name"]]["t_half_predicted"], rel=ALIGNED_RTOL
             )
-        _same_aligned_race(
-            point,
-            _verify_aligned_race(xor, xor_models, {"Delta": point["values"]["Delta"]}, point["values"]["init_scale"]),
-        )
         assert point["checked"]["follows"] == verified["follows"]
         assert point["checked"]["max_deviation"] == pytest.approx(
             by_name[verified["follows"]]["max_deviation"], rel=1e-6
@@ -342,8 +326,8 @@ def test_ode_sweep_is_the_race_at_each_point(ode_task, capsys):
         _same_race(point, race_report(trained, {"Delta": point["values"]["Delta"]}, models=models))
         if point["values"]["init_scale"] == 1e-2:
             assert point["assumptions"]["small_init"] and point["aligned_winner"] is not None
-            expected = _verify_aligned_race(task, models, {"Delta": point["values"]["Delta"]}, 1e-2)
-            _same_aligned_race(point, expected)
+            expected = _verify_aligned_t_half(task, models, {"Delta": point["values"]["Delta"]}, 1e-2)
+            _same_aligned_t_half(point, expected)
         elif point["values"]["init_scale"] == 1e-100:
             # the phase runs to the horizon: its output never reaches its share of the targets
             assert point["assumptions"]["phase_epochs"] == [task.training.epochs] * task.training.seeds
@@ -517,7 +501,7 @@ def test_section4_aligned_race_is_verify_s_prediction(section4):
     prediction costs most."""
     task, models, report = section4
     for point in report["points"][1:]:
-        _same_aligned_race(point, _verify_aligned_race(task, models, {}, point["values"]["init_scale"]))
+        _same_aligned_t_half(point, _verify_aligned_t_half(task, models, {}, point["values"]["init_scale"]))
 
 
 @pytest.mark.slow
@@ -1020,30 +1004,3 @@ def test_width_sweep_of_a_python_task_is_the_file_task():
         assert [n["t_half"] for n in p["networks"]] == pytest.approx([n["t_half"] for n in q["networks"]], rel=1e-12)
     first, last = a["points"][0]["networks"], a["points"][-1]["networks"]
     assert [n["t_half"] for n in first] != pytest.approx([n["t_half"] for n in last], rel=1e-6)
-
-
-def test_aligned_winner_ranks_as_the_width_seeded_race():
-    """The alignment-seeded winner is the first to 10% (not to half: the context tasks' candidates
-    reach half together), its margin the relative t_90 gap; where none reaches 10%, the lowest
-    loss at the horizon; a curve that is not finite there never wins."""
-    from gdln.verify.rules import aligned_winner, race_winner
-
-    def entry(name, half, ninety, final):
-        return {"name": name, "aligned_t_half": half, "aligned_t_90": ninety, "aligned_final_loss": final}
-
-    first_to_half = entry("common+1", 100.0, 900.0, None)
-    first_to_ninety = entry("common+2", 100.1, 600.0, None)
-    assert aligned_winner([first_to_half, first_to_ninety]) == ("common+2", pytest.approx(0.5))
-    never = entry("common+all", 90.0, None, 0.2)
-    assert aligned_winner([never, first_to_half])[0] == "common+1"
-    lower = entry("lower", 95.0, None, 0.15)
-    assert aligned_winner([never, lower]) == ("lower", None)
-    diverged = entry("diverged", None, None, None)
-    assert aligned_winner([diverged, never]) == ("common+all", None)
-    assert aligned_winner([diverged]) == (None, None)
-    # the same entries under the width-seeded race's keys give the same answer
-    as_width = [
-        {"name": e["name"], "t_90": e["aligned_t_90"], "final_loss": e["aligned_final_loss"] or 0.0}
-        for e in (first_to_half, first_to_ninety)
-    ]
-    assert race_winner(as_width) == aligned_winner([first_to_half, first_to_ninety])

@@ -93,22 +93,17 @@ def race_winner(entries: list[dict]) -> tuple[str | None, float | None]:
     return winner["name"], (ranked[1]["t_90"] - winner["t_90"]) / winner["t_90"]
 
 
-def aligned_winner(entries: list[dict]) -> tuple[str | None, float | None]:
-    """The alignment-seeded race's winner and margin, ranked as the width-seeded race is
-    (:func:`race_winner`) on each entry's ``aligned_t_90`` and ``aligned_final_loss``. A candidate
-    whose descent fell to 10% stopped there and has no loss at the horizon (``None``), which
-    :func:`race_order` never reads for it; one that never fell that far has it, unless its curve
-    stopped being finite, which ranks it last."""
-    return race_winner(
-        [
-            {
-                "name": e["name"],
-                "t_90": e["aligned_t_90"],
-                "final_loss": 0.0 if e["aligned_t_90"] is not None else e["aligned_final_loss"],
-            }
-            for e in entries
-        ]
-    )
+def aligned_winner(t_halves: dict[str, float]) -> tuple[str | None, float | None]:
+    """The alignment-seeded race's winner, the first to reach half its initial loss, and its margin
+    (the relative ``t_half`` gap to the runner-up); a tie has no winner and margin 0."""
+    finite = sorted((t, name) for name, t in t_halves.items() if t is not None)
+    if not finite:
+        return None, None
+    if len(finite) == 1:
+        return finite[0][1], None
+    if finite[0][0] == finite[1][0]:
+        return None, 0.0
+    return finite[0][1], (finite[1][0] - finite[0][0]) / finite[0][0]
 
 
 def finite_crossings(ts, curves, fraction: float) -> np.ndarray:

@@ -7,10 +7,8 @@ At every grid point, three answers, each computed for all points at once where t
   the dynamics, same ranking :func:`verify.rules.race_order`);
 - the **alignment-seeded race** (``aligned_winner``): the alignment phase of the spec's ReLU
   seeds runs from their initial weights, no training, and each candidate continues from the
-  units that settled on its gates, as ``gdln verify`` predicts; ranked by the same rule as the
-  width-seeded race (the first to 10% wins). On the context tasks every candidate's first drop
-  is the common pathway's, so they reach half the loss within 0.1% of each other and only the
-  later drops tell them apart;
+  units that settled on its gates, as ``gdln verify`` predicts; the candidate with the smallest
+  predicted ``t_half`` wins;
 - the **derived crossovers**: the exact parameter values where two candidates' speeds tie.
 
 With ``check`` points, ReLU networks are trained there (all points and seeds in one program)
@@ -288,19 +286,11 @@ def width_race(
     return found
 
 
-def aligned_race_hints(races: Mapping[str, Any]) -> dict[str, np.ndarray]:
-    """The order in which :func:`aligned_race` descends the points (a hint, nothing more): each
-    candidate's width-seeded crossing of the level at which the aligned descent stops."""
-    return {name: race.crossings[:, FRACTIONS.index(min(FRACTIONS))] for name, race in races.items()}
-
-
 def aligned_race(
     models: TaskPredictions, grid: SweepGrid, rows: np.ndarray, data, hints: dict[str, np.ndarray] | None = None
 ) -> tuple[dict[str, np.ndarray], np.ndarray, list[dict[str, Any]], float]:
-    """Every candidate's alignment-seeded race at the points ``rows``, ``(rows, 3)``: the epochs
-    at which its seeds' mean predicted loss falls to half and to 10% of its initial value, and,
-    where it never falls to 10%, its loss at the horizon (else NaN: the descent stopped there);
-    from the alignment phase of the spec's ReLU seeds; the epoch at which each seed's phase ends there ``(rows, seeds)``,
+    """Every candidate's predicted ``t_half`` from the alignment phase of the spec's ReLU seeds,
+    at the points ``rows``, the epoch at which each seed's phase ends there ``(rows, seeds)``,
     the theory's own verdict on its validity at each point from the same phase
     (:func:`verify.sweep_checks.points_predicted_validity`) and the seconds that verdict took:
     each candidate followed from the settled units by gradient descent at the point's learning
@@ -347,32 +337,25 @@ def aligned_race(
     ts = np.arange(training.epochs // stride + 1) * stride
     run_inputs, run_targets = (np.repeat(x[rows], seeds, axis=0) for x in data)
     found = {}
-    last = min(FRACTIONS)
     for name, prediction in predictions.items():
         step, start = aligned_descent(prediction, phase, rates, values, run_inputs, run_targets)
-        # the race ranks as the width-seeded one does (verify.rules.race_order: the first to fall
-        # to 10%), so each run descends until its seeds' mean has fallen that far, or to the
-        # horizon; points with an early width-seeded crossing first (a hint of their order)
+        # only each mean curve's fall to half is wanted: the descent stops there, points with an
+        # early width-seeded t_half first (a hint of their order, nothing more)
         hint = None if hints is None else np.repeat(hints[name], seeds)
-        race = np.full((len(rows), len(FRACTIONS) + 1), np.nan)
+        half = np.full(len(rows), np.nan)
         for runs, curves in aligned_descent_chunks(
             step,
             start,
             phase,
             training.epochs,
-            stop_fraction=last,
+            stop_fraction=0.5,
             groups=np.repeat(np.arange(len(rows)), seeds),
             order_hint=hint,
         ):
             points = runs.reshape(-1, seeds) // seeds  # a point's seeds come together, in order
             assert np.all(points == points[:, :1])
-            means = curves.reshape(len(points), seeds, -1).mean(axis=1)
-            crossings = np.stack([finite_crossings(ts, means, fraction) for fraction in FRACTIONS], axis=1)
-            # the loss at the horizon counts only where the mean never fell to 10% (race_order);
-            # elsewhere the descent stopped before the horizon
-            never = np.isnan(crossings[:, FRACTIONS.index(last)])
-            race[points[:, 0]] = np.column_stack([crossings, np.where(never, means[:, -1], np.nan)])
-        found[name] = race
+            half[points[:, 0]] = finite_crossings(ts, curves.reshape(len(points), seeds, -1).mean(axis=1), 0.5)
+        found[name] = half
     started = time.perf_counter()
     predicted = points_predicted_validity(phase, run_inputs, run_targets, rates, training.epochs, seeds)
     return found, np.asarray(phase.epochs).reshape(len(rows), seeds), predicted, time.perf_counter() - started
@@ -468,8 +451,7 @@ def sweep_report(
     t_half = np.full((grid.size, len(names)), np.nan)
     t_90 = np.full((grid.size, len(names)), np.nan)
     final = np.full((grid.size, len(names)), np.nan)
-    # per candidate, the alignment-seeded t_half, t_90 and loss at the horizon (aligned_race)
-    aligned = np.full((grid.size, len(names), len(FRACTIONS) + 1), np.nan)
+    aligned = np.full((grid.size, len(names)), np.nan)
     aligned_seconds = 0.0
     phase_epochs = np.full((grid.size, task.training.seeds), -1)
     predicted: list[dict[str, Any] | None] = [None] * grid.size
@@ -488,7 +470,7 @@ def sweep_report(
             final[rows, k] = races[name].final_loss
         step(f"alignment-seeded race at {plural(len(rows), 'point')}{at}")
         aligned_start = time.perf_counter()
-        hints = aligned_race_hints(races)
+        hints = {name: races[name].crossings[:, 0] for name in names}
         found, phase_epochs[rows], verdicts, seconds = aligned_race(models_here, grid, rows, (inputs, targets), hints)
         for row, verdict in zip(rows, verdicts):
             predicted[row] = verdict
@@ -507,14 +489,14 @@ def sweep_report(
                 "t_half": finite_or_none(t_half[index, k]),
                 "t_90": finite_or_none(t_90[index, k]),
                 "final_loss": finite_or_none(final[index, k]),
-                "aligned_t_half": finite_or_none(aligned[index, k, 0]),
-                "aligned_t_90": finite_or_none(aligned[index, k, 1]),
-                "aligned_final_loss": finite_or_none(aligned[index, k, 2]),
+                "aligned_t_half": finite_or_none(aligned[index, k]),
             }
             for k, name in enumerate(names)
         ]
         winner, margin = race_winner(entries) if ok[index] else (None, None)
-        aligned_winner, aligned_margin = rules.aligned_winner(entries) if ok[index] else (None, None)
+        aligned_winner, aligned_margin = (
+            rules.aligned_winner({e["name"]: e["aligned_t_half"] for e in entries}) if ok[index] else (None, None)
+        )
         points.append(
             {
                 "values": grid.point_values(index),

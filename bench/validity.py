@@ -49,7 +49,7 @@ def measure(spec: str, init: float, rate: float) -> dict:
         "aligned_deviation": aligned["max_deviation"],
         "aligned_within": aligned["within_validity"],
         "gates_move_at": predicted["gates_move_at"],
-        "still_to_fall": predicted["still_to_fall"],
+        "relu_gap": predicted["relu_gap"],
         "predicted_within": predicted["within_validity"],
     }
 
@@ -70,14 +70,14 @@ def main() -> None:
     agree_aligned = sum(r["predicted_within"] == r["aligned_within"] for r in rows)
     if args.markdown:
         print(
-            "| task | init | lr | followed (max deviation) | aligned GDLN | gates move at | still to fall | predicted | measured |"
+            "| task | init | lr | followed (max deviation) | aligned GDLN | gates move at | ReLU gap | predicted | measured |"
         )
         print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
         for r in rows:
             print(
                 f"| {r['spec'].removesuffix('.toml')} | {r['init_scale']:g} | {r['learning_rate']:g} | "
                 f"{r['follows']} ({r['followed_deviation']:.3f}) | {r['aligned_deviation']:.3f} | "
-                f"{r['gates_move_at'] if r['gates_move_at'] is not None else 'never'} | {r['still_to_fall']:.3f} | "
+                f"{r['gates_move_at'] if r['gates_move_at'] is not None else 'never'} | {r['relu_gap']:.3f} | "
                 f"{'within' if r['predicted_within'] else 'outside'} | {'within' if r['measured_within'] else 'outside'} |"
             )
     print(

@@ -1,23 +1,26 @@
-"""How long the theory's frozen gates hold, told by the theory alone (no network is trained).
+"""How far the theory's frozen gates carry it, told by the theory alone (no network is trained).
 
 The frozen-gate theory continues the settled units of the alignment phase with their gates
 frozen: every unit ``i`` (input weights ``w_i``, output weights ``a_i``) keeps its settled pattern
 ``g_i`` and moves by gradient descent on ``L = 1/2 mean ||y - sum_i a_i g_in w_i . x_n||^2``, the
-GDLN of the settled patterns at the resolution of its units. Its own pre-activations
-``w_i . x_n`` tell when that stops being self-consistent: where one changes sign, a ReLU unit's
-gate would move. The **share of moved gates** is the fraction of unit-datapoint pairs whose sign
-disagrees with the frozen gate, each unit weighted by its strength ``|w_i| |a_i|`` (a unit too
-small to matter counts for little).
+GDLN of the settled patterns at the resolution of its units. Its own weights tell when that stops
+being self-consistent: a ReLU network holding them gates unit ``i`` on datapoint ``n`` by the sign
+of ``w_i . x_n``, not by ``g_in``, and its loss ``L_relu`` parts from the theory's ``L``. The
+**ReLU gap** ``|L_relu - L|`` is measured in the units of the validity threshold (a share of the
+initial loss), so a gate that moves where its unit contributes little counts for little, and one
+that moves where it carries the output counts in full. The **share of moved gates** (the fraction
+of unit-datapoint pairs whose sign disagrees with the frozen gate, each unit weighted by its
+strength ``|w_i| |a_i|``) is reported beside it: when the gates begin to move.
 
 :func:`gate_hold` runs that continuation for many runs at once (leading axis: grid points times
-seeds) until the share reaches a level, the loss comes within a margin of the least loss the
+seeds) until the ReLU gap passes a limit, the loss comes within a margin of the least loss the
 frozen gates allow (:func:`gated_floor`), or a run's epochs are spent, whichever comes first.
 The rule that turns this into a verdict is :func:`verify.rules.predicted_validity`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from functools import partial
 
 import jax
@@ -30,7 +33,7 @@ from .sharding import shrunk_batch_size
 BLOCK = 256
 
 #: why a run of :func:`gate_hold` stopped
-MOVED, SETTLED, HORIZON = 0, 1, 2
+PARTED, SETTLED, HORIZON = 0, 1, 2
 
 
 @dataclass(frozen=True)
@@ -41,15 +44,34 @@ class GateHold:
         epochs: ``(runs,)`` steps of the continuation taken before it stopped.
         losses: ``(runs,)`` the frozen model's loss there.
         floors: ``(runs,)`` the least loss the frozen gates allow (:func:`gated_floor`).
-        reasons: ``(runs,)`` why it stopped: :data:`MOVED` (the share of moved gates reached the
-            level), :data:`SETTLED` (the loss came within the margin of its floor first) or
+        reasons: ``(runs,)`` why it stopped: :data:`PARTED` (the ReLU gap passed its limit),
+            :data:`SETTLED` (the loss came within the margin of its floor first) or
             :data:`HORIZON` (the run's epochs were spent first).
+        gaps: ``(runs,)`` the largest ReLU gap ``|L_relu - L|`` up to and including the epoch it
+            stopped at, in units of loss (a run stopped by :data:`PARTED` would part further).
+        moved_at: ``(runs,)`` the first step at which the share of moved gates reached the level,
+            ``-1`` where it did not before the run stopped.
     """
 
     epochs: np.ndarray
     losses: np.ndarray
     floors: np.ndarray
     reasons: np.ndarray
+    gaps: np.ndarray
+    moved_at: np.ndarray
+
+    def take(self, rows) -> GateHold:
+        """The runs ``rows`` (an index or slice) alone."""
+        return GateHold(*(np.asarray(getattr(self, f))[rows] for f in _names(GateHold)))
+
+    @staticmethod
+    def concatenate(parts: list[GateHold]) -> GateHold:
+        """Runs of several holds, one after another."""
+        return GateHold(*(np.concatenate([getattr(p, f) for p in parts]) for f in _names(GateHold)))
+
+
+def _names(cls) -> list[str]:
+    return [f.name for f in fields(cls)]
 
 
 def gated_floor(inputs: np.ndarray, targets: np.ndarray, gates: np.ndarray) -> float:
@@ -67,24 +89,27 @@ def gated_floor(inputs: np.ndarray, targets: np.ndarray, gates: np.ndarray) -> f
 
 
 @partial(jax.jit, static_argnames=("steps",))
-def _block(state, inputs, targets, gates, learning_rate, level, stop_loss, limit, steps: int):
+def _block(state, inputs, targets, gates, learning_rate, level, gap_limit, stop_loss, limit, steps: int):
     """``steps`` epochs of every run (vmapped); a run stops moving at its first stop."""
 
-    def one_run(state, inputs, targets, gates, rate, level, stop_loss, limit):
+    def one_run(state, inputs, targets, gates, rate, level, gap_limit, stop_loss, limit):
         count = inputs.shape[0]
 
         def step(state, _):
-            w1, w2, epoch, loss_then, reason = state
+            w1, w2, epoch, loss_then, reason, gap, moved_at = state
             pre = inputs @ w1.T
             hidden = pre * gates
             residual = targets - hidden @ w2.T
             loss = 0.5 * jnp.mean(jnp.sum(residual**2, axis=1))
+            relu_loss = 0.5 * jnp.mean(jnp.sum((targets - jnp.maximum(pre, 0.0) @ w2.T) ** 2, axis=1))
             strength = jnp.linalg.norm(w1, axis=1) * jnp.linalg.norm(w2, axis=0)
             moved = jnp.mean(jnp.abs((pre > 0).astype(inputs.dtype) - gates), axis=0)
             share = jnp.sum(moved * strength) / jnp.maximum(jnp.sum(strength), jnp.finfo(inputs.dtype).tiny)
             going = reason < 0
+            gap = jnp.where(going, jnp.maximum(gap, jnp.abs(relu_loss - loss)), gap)
+            moved_at = jnp.where(going & (moved_at < 0) & (share >= level), epoch, moved_at)
             stops = jnp.where(
-                share >= level, MOVED, jnp.where(loss <= stop_loss, SETTLED, jnp.where(epoch >= limit, HORIZON, -1))
+                gap > gap_limit, PARTED, jnp.where(loss <= stop_loss, SETTLED, jnp.where(epoch >= limit, HORIZON, -1))
             )
             now = going & (stops >= 0)
             reason = jnp.where(now, stops, reason)
@@ -94,11 +119,11 @@ def _block(state, inputs, targets, gates, learning_rate, level, stop_loss, limit
             new_w2 = w2 + rate * residual.T @ hidden / count
             w1 = keep * w1 + (1 - keep) * new_w1
             w2 = keep * w2 + (1 - keep) * new_w2
-            return (w1, w2, epoch + (reason < 0), loss_then, reason), None
+            return (w1, w2, epoch + (reason < 0), loss_then, reason, gap, moved_at), None
 
         return jax.lax.scan(step, state, None, length=steps)[0]
 
-    return jax.vmap(one_run)(state, inputs, targets, gates, learning_rate, level, stop_loss, limit)
+    return jax.vmap(one_run)(state, inputs, targets, gates, learning_rate, level, gap_limit, stop_loss, limit)
 
 
 def gate_hold(
@@ -112,10 +137,11 @@ def gate_hold(
     initial_losses,
     *,
     level: float,
+    gap_limit: float,
     margin: float,
 ) -> GateHold:
-    """The frozen-gate continuation of every run until its gates move, its loss settles or its
-    epochs are spent.
+    """The frozen-gate continuation of every run until its ReLU gap passes ``gap_limit``, its loss
+    settles or its epochs are spent.
 
     Args:
         inputs: ``(runs, N, inputs)`` each run's data.
@@ -126,8 +152,11 @@ def gate_hold(
         gates: ``(runs, N, units)`` the frozen gates (the settled patterns, ``w1 . x > 0`` there).
         learning_rate: ``(runs,)`` the step of gradient descent.
         epochs: ``(runs,)`` steps each run may take (the horizon less the phase).
-        initial_losses: ``(runs,)`` each run's loss at epoch 0, the unit of ``margin``.
-        level: the share of moved gates at which a run stops (:data:`MOVED`).
+        initial_losses: ``(runs,)`` each run's loss at epoch 0, the unit of ``gap_limit`` and
+            ``margin``.
+        level: the share of moved gates at which the gates count as moved (``moved_at``).
+        gap_limit: a run stops once its ReLU gap passes ``gap_limit`` times its initial loss
+            (:data:`PARTED`).
         margin: a run also stops once its loss is within ``margin`` times its initial loss of its
             floor (:data:`SETTLED`).
 
@@ -138,22 +167,33 @@ def gate_hold(
     gates = np.asarray(gates, dtype=np.float64)
     runs = len(w1)
     floors = np.array([gated_floor(inputs[r], targets[r], gates[r]) for r in range(runs)])
-    stop_loss = floors + margin * np.asarray(initial_losses, dtype=np.float64)
+    initial = np.asarray(initial_losses, dtype=np.float64)
+    stop_loss = floors + margin * initial
     limit = np.asarray(epochs, dtype=np.int64)
     # each row of the batch is a run (``batch_runs``); rows that stopped leave the batch
     # (numeric.sharding.shrunk_batch_size), so runs whose lengths differ tenfold (a sweep over
     # learning rates) do not all run as long as the longest
-    state = [w1, w2, np.zeros(runs, np.int64), np.full(runs, np.nan), np.full(runs, -1, np.int64)]
+    state = [
+        w1,
+        w2,
+        np.zeros(runs, np.int64),
+        np.full(runs, np.nan),
+        np.full(runs, -1, np.int64),
+        np.zeros(runs),
+        np.full(runs, -1, np.int64),
+    ]
     operands = [
         inputs,
         targets,
         gates,
         np.asarray(learning_rate, np.float64) * np.ones(runs),
         np.full(runs, level),
+        gap_limit * initial,
         stop_loss,
         limit,
     ]
     taken, losses, reasons = np.zeros(runs, np.int64), np.full(runs, np.nan), np.full(runs, -1, np.int64)
+    gaps, moved_at = np.zeros(runs), np.full(runs, -1, np.int64)
     batch_runs = np.arange(runs)
     on_device = tuple(jnp.asarray(x) for x in state)
     fixed = [jnp.asarray(x) for x in operands]
@@ -162,7 +202,7 @@ def gate_hold(
         on_device = _block(on_device, *fixed, steps=BLOCK)
         now = [np.asarray(x) for x in on_device[2:]]
         # padding rows repeat a live run's row, so writing them again writes the same
-        taken[batch_runs], losses[batch_runs], reasons[batch_runs] = now
+        taken[batch_runs], losses[batch_runs], reasons[batch_runs], gaps[batch_runs], moved_at[batch_runs] = now
         live = np.flatnonzero(now[2] < 0)
         if len(live) == 0:
             break
@@ -173,4 +213,4 @@ def gate_hold(
             on_device = tuple(jnp.asarray(np.asarray(x)[keep]) for x in on_device)
             fixed = [jnp.asarray(np.asarray(x)[keep]) for x in fixed]
             batch_runs = batch_runs[keep]
-    return GateHold(epochs=taken, losses=losses, floors=floors, reasons=reasons)
+    return GateHold(epochs=taken, losses=losses, floors=floors, reasons=reasons, gaps=gaps, moved_at=moved_at)

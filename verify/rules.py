@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from gdln.numeric.gate_hold import MOVED, GateHold, gate_hold
+from gdln.numeric.gate_hold import GateHold, gate_hold
 from gdln.numeric.race import first_crossings
 
 from .entries import finite_or_none
@@ -30,42 +30,61 @@ def within_validity(max_deviation: float | None) -> bool | None:
 
 
 #: the theory's frozen gates count as moved once this share of its units' strength-weighted
-#: unit-datapoint pairs disagree with them (:mod:`numeric.gate_hold`): the validity threshold
-#: itself, a choice made once and not fitted to any trained loss
+#: unit-datapoint pairs disagree with them (:mod:`numeric.gate_hold`): reported as when the gates
+#: begin to move, the validity threshold itself, a choice made once and not fitted to any trained loss
 GATE_MOTION = VALIDITY
+
+#: the frozen-gate continuation stops once its loss is within this share of the initial loss of
+#: the least loss its gates allow: what is left to learn is then a fiftieth of the validity
+#: threshold, and the weights, which move with the loss still to fall, all but stop
+SETTLED_SHARE = VALIDITY / 50
 
 
 def frozen_gates_hold(inputs, targets, w1, w2, gates, learning_rates, epochs, initial_losses) -> GateHold:
-    """:func:`numeric.gate_hold.gate_hold` of every run (arguments as there) at this rule's level
-    (:data:`GATE_MOTION`) and margin (:data:`VALIDITY`): what :func:`predicted_validity` judges."""
+    """:func:`numeric.gate_hold.gate_hold` of every run (arguments as there) at this rule's levels:
+    the gates count as moved at :data:`GATE_MOTION`, a run stops once its ReLU gap passes
+    :data:`VALIDITY` (the verdict is then known) or its loss has settled (:data:`SETTLED_SHARE`).
+    What :func:`predicted_validity` judges."""
     return gate_hold(
-        inputs, targets, w1, w2, gates, learning_rates, epochs, initial_losses, level=GATE_MOTION, margin=VALIDITY
+        inputs,
+        targets,
+        w1,
+        w2,
+        gates,
+        learning_rates,
+        epochs,
+        initial_losses,
+        level=GATE_MOTION,
+        gap_limit=VALIDITY,
+        margin=SETTLED_SHARE,
     )
 
 
 def predicted_validity(hold: GateHold, start_epochs, initial_losses) -> dict[str, Any]:
     """The theory's own verdict on where it holds, from the frozen-gate continuation of each seed
-    (``hold``, :func:`numeric.gate_hold.gate_hold` at level :data:`GATE_MOTION` and margin
-    :data:`VALIDITY`; ``start_epochs``, where each seed's continuation began, the end of its
-    alignment phase; ``initial_losses``, each seed's loss at epoch 0). No network is trained.
+    (``hold``, :func:`frozen_gates_hold`; ``start_epochs``, where each seed's continuation began,
+    the end of its alignment phase; ``initial_losses``, each seed's loss at epoch 0). No network is
+    trained.
 
-    Where a seed's gates move before its loss has come within :data:`VALIDITY` of the least loss
-    its gates allow, what is still to fall then (of the initial loss) is learned with moving gates,
-    beyond the frozen-gate theory; where they hold until then, or to the horizon, nothing is.
-    Predicted within validity where the seeds' mean of that share is at most :data:`VALIDITY`.
-    Returns ``gates_move_at`` (the first epoch at which a seed's gates moved, ``None`` where none
-    did), ``loss_then`` (the seeds' mean loss there, of the initial loss, ``None`` likewise),
-    ``still_to_fall``, ``within_validity`` and the threshold it is judged by (``validity``)."""
-    moved = np.asarray(hold.reasons) == MOVED
+    The theory's weights, held by a ReLU network, give a loss that parts from the theory's by the
+    ReLU gap (:mod:`numeric.gate_hold`). Predicted within validity where the gates settled in an
+    alignment phase at every seed (``small_init``: where the phase ends at epoch 0 the network is
+    not in the regime the theory describes) and every seed's largest ReLU gap, of its initial
+    loss, is at most :data:`VALIDITY`. Returns ``gates_move_at`` (the first epoch at which a
+    seed's share of moved gates reached :data:`GATE_MOTION`, ``None`` where none did),
+    ``relu_gap`` (the largest over the seeds; a continuation stops once its gap passes the
+    threshold, so a gap above it is where the verdict was known, not how far it would grow),
+    ``small_init``, ``within_validity`` and the threshold it is judged by (``validity``)."""
     initial = np.asarray(initial_losses, dtype=float)
-    still = np.where(moved, (hold.losses - hold.floors) / initial, 0.0)
-    at = np.asarray(start_epochs) + np.asarray(hold.epochs)
-    mean_still = float(np.mean(np.maximum(still, 0.0)))
+    starts = np.asarray(start_epochs)
+    moved = np.asarray(hold.moved_at) >= 0
+    gap = float(np.max(np.asarray(hold.gaps) / initial))
+    small_init = bool(np.all(starts > 0))
     return {
-        "gates_move_at": int(at[moved].min()) if moved.any() else None,
-        "loss_then": float(np.mean((hold.losses / initial)[moved])) if moved.any() else None,
-        "still_to_fall": mean_still,
-        "within_validity": bool(mean_still <= VALIDITY),
+        "gates_move_at": int((starts + np.asarray(hold.moved_at))[moved].min()) if moved.any() else None,
+        "relu_gap": gap,
+        "small_init": small_init,
+        "within_validity": bool(small_init and gap <= VALIDITY),
         "validity": VALIDITY,
     }
 

@@ -83,14 +83,11 @@ def points_predicted_validity(
                 initial[rows],
             )
         )
-    hold = GateHold(
-        *(np.concatenate([getattr(p, f) for p in pieces]) for f in ("epochs", "losses", "floors", "reasons"))
-    )
+    hold = GateHold.concatenate(pieces)
     found = []
     for point in range(runs // seeds):
         rows = slice(point * seeds, (point + 1) * seeds)
-        part = GateHold(hold.epochs[rows], hold.losses[rows], hold.floors[rows], hold.reasons[rows])
-        found.append(predicted_validity(part, starts[rows], initial[rows]))
+        found.append(predicted_validity(hold.take(rows), starts[rows], initial[rows]))
     return found
 
 

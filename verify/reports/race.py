@@ -80,7 +80,7 @@ class VerifyReport(Report):
             ``output_fraction``, ``patterns``, ``unmatched_units``; else ``None``.
         predicted_validity: with alignment initial conditions, the theory's own verdict, made
             before training (``verify.rules.predicted_validity``): ``gates_move_at``,
-            ``loss_then``, ``still_to_fall``, ``within_validity``; else ``None``.
+            ``relu_gap``, ``small_init``, ``within_validity``; else ``None``.
         agf: with ``agf``, the Alternating Gradient Flows model of the ReLU network
             (``numeric.agf``): ``dynamics``, ``neglected_fraction``, ``max_deviation``,
             ``mean_deviation``, ``t_half_predicted``, ``t_half_relu``, ``activated_units`` and
@@ -188,14 +188,19 @@ def agf_text(agf: Mapping[str, Any]) -> str:
 def predicted_validity_text(predicted: Mapping[str, Any]) -> str:
     """The theory's own verdict (``verify.rules.predicted_validity``) in words."""
     where = "within" if predicted["within_validity"] else "outside"
-    if predicted["gates_move_at"] is None:
-        held = "the theory's frozen gates hold while it learns"
-    else:
-        held = (
-            f"the theory's frozen gates move at epoch {predicted['gates_move_at']}, with "
-            f"{100 * predicted['still_to_fall']:.3g}% of the initial loss still to fall"
-        )
-    return f"{held}: {where} where the theory holds ({100 * predicted['validity']:g}%)"
+    if not predicted["small_init"]:
+        return f"no alignment phase at every seed (init too large for the theory): {where} where the theory holds"
+    moved = (
+        "its frozen gates hold"
+        if predicted["gates_move_at"] is None
+        else f"its frozen gates begin to move at epoch {predicted['gates_move_at']}"
+    )
+    gap = predicted["relu_gap"]
+    size = f"past {100 * predicted['validity']:g}%" if gap > predicted["validity"] else f"{100 * gap:.3g}%"
+    return (
+        f"{moved}; a ReLU network holding the theory's weights parts from its loss by {size} of the "
+        f"initial loss: {where} where the theory holds ({100 * predicted['validity']:g}%)"
+    )
 
 
 def resolution_text(resolution: dict | None) -> str:

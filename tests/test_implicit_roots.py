@@ -260,3 +260,37 @@ def test_overlap_norms_without_vectors_are_the_sums_over_modes(symbolic):
             expected = (np.sum((up.T @ overlap @ uq) ** 2), np.sum((vp.T @ correlation.T @ vq) ** 2))
             found = [float(norm.subs(g, value)) for norm in symmetry._span_norms(p, q)]
             np.testing.assert_allclose(found, expected, rtol=1e-10, atol=1e-14)
+
+
+#: the sweep's crossings (batched Tsit5 at rtol 1e-8, read off each step's interpolant) against
+#: race's (diffrax at rtol 1e-10, brentq on fresh solves): the sweep's own tolerance
+#: (tests/test_sweep.py's CROSSING_RTOL); measured within 5e-9 over 64 values of g
+SWEEP_RELATIVE = 1e-6
+
+
+@pytest.mark.slow
+def test_sweep_s_batched_flows_are_the_race_at_each_g(symbolic):
+    """Every candidate here is a reduced flow: the sweep solves all points' flows in one batched
+    loop (:mod:`numeric.batched_race`); at ``g = 1/2, 3/2, 3`` its crossings and final losses
+    are those of ``race`` (diffrax) at that ``g``."""
+    from gdln.verify.sweep import finite_points, parse_axis, sweep_grid, width_race
+
+    task = symbolic.task
+    grid = sweep_grid(task, [parse_axis("g=0.5:3:6", task)], {})
+    assert finite_points(symbolic, grid)[0].all()
+    rows = np.flatnonzero(np.isin(grid.values[:, 0], [float(v) for v in VALUES]))
+    assert len(rows) == len(VALUES)
+    batched = width_race(symbolic, grid, rows)
+    compared = 0
+    for position, row in enumerate(rows):
+        race = race_report(task, {"g": float(grid.values[row, 0])}, symbolic)
+        for entry in race["networks"]:
+            mine = batched[entry["name"]]
+            for column, key in enumerate(("t_half", "t_90")):
+                if entry[key] is None:
+                    assert np.isnan(mine.crossings[position, column]), (entry["name"], key)
+                else:
+                    assert mine.crossings[position, column] == pytest.approx(entry[key], rel=SWEEP_RELATIVE)
+                    compared += 1
+            assert mine.final_loss[position] == pytest.approx(entry["final_loss"], rel=SWEEP_RELATIVE, abs=1e-12)
+    assert compared >= 2 * len(rows) * 2  # crossings of every network at every g, all but a few t_90

@@ -14,7 +14,7 @@ start it at the analytic end of the linear phase (:meth:`ReducedFlow.start`).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import cached_property
+from functools import cached_property, partial
 
 import jax
 import jax.numpy as jnp
@@ -68,6 +68,8 @@ class FlowStructure:
         self.size = flat.size
         self.ode = self._make_ode()
         self.loss_of_states = jax.jit(jax.vmap(self.loss_of_state, in_axes=(0, None, None, None)))
+        #: :meth:`loss_of_state` of many states, each at its own operands (rows)
+        self.loss_of_each = jax.jit(jax.vmap(self.loss_of_state))
         self.descent_losses = jax.jit(self._descent_losses, static_argnames=("steps",))
 
     _known: dict[tuple, FlowStructure] = {}
@@ -672,38 +674,82 @@ class ReducedFlow:
 
         With ``compress`` (the default) the last layers are written in :meth:`output_basis`, where
         the flow stays: Section 4's flow of 2413 variables becomes one of 1153, the same race."""
-        log_a0 = np.asarray(log_a0, dtype=np.float64)
-        values = tuple(float(v) for v in values)
+        values = np.asarray(values, dtype=np.float64).reshape(1, -1)
+        return self.race_odes(
+            np.asarray(log_a0, dtype=np.float64)[None], np.array([tau]), values, rtol, atol, compress=compress
+        )[0]
+
+    def race_odes(
+        self,
+        log_a0: Float[ArrayLike, "points pathways"],
+        tau: Float[ArrayLike, " points"],
+        values: Float[ArrayLike, "points parameters"],
+        rtol: float = 1e-10,
+        atol: float = 1e-14,
+        *,
+        compress: bool = True,
+    ) -> list[RaceODE]:
+        """:meth:`race_ode` at every row (a sweep's points): their operands on the host and their
+        initial losses in one compiled call, where a device call per point took most of a
+        sweep's setup."""
+        log_a0, tau = np.asarray(log_a0, dtype=np.float64), np.asarray(tau, dtype=np.float64)
+        values = np.asarray(values, dtype=np.float64).reshape(len(tau), -1)
+        parts = [
+            self._race_parts(logs, float(t), tuple(float(v) for v in row), compress)
+            for logs, t, row in zip(log_a0, tau, values)
+        ]
+        if not parts:
+            return []
+        structure = parts[0][0]
+        initial = _losses_of_each(structure, *(np.stack([part[k] for part in parts]) for k in range(1, 5)))
+        problems = []
+        for (_, _, written, blocks, power, y0, t0, scale, row), t, loss in zip(parts, tau, initial):
+            problems.append(
+                RaceODE(
+                    f=structure.ode,
+                    y0=y0,
+                    t0=t0,
+                    args=(np.float64(t), written, blocks),
+                    loss=structure.loss_of_state,
+                    loss_args=(written, blocks, power),
+                    loss_of_states=partial(_losses, structure, written=written, blocks=blocks, power=power),
+                    initial_loss=float(loss),
+                    minimum_loss=partial(self._at_values, "_minimum_cache", self._minimum_loss, row),
+                    rtol=rtol,
+                    atol=relative_floor(scale, rtol, atol),
+                )
+            )
+        return problems
+
+    def _race_parts(self, log_a0: np.ndarray, tau: float, values: tuple, compress: bool):
+        """What :meth:`race_odes` needs of one point, on the host: ``(structure, initial state,
+        written, blocks, power, y0, t0, scale, values)``; the structure is the same at every
+        point (the output rank is fixed by the shapes)."""
         written, blocks, power = self.operands(values)
         structure, basis = self.structure, self.output_basis(values) if compress else None
         if basis is not None:
             structure = structure.compressed(basis.shape[1])
-            written = jnp.asarray(basis.T @ np.asarray(written))
+            written = basis.T @ written
 
         def coordinates(y):
             if basis is None:
                 return np.asarray(y, dtype=np.float64)
             return self.structure.last_layers(y, lambda layer: np.einsum("or,...oh->...rh", basis, layer))
 
-        def loss_of_states(ys):
-            return _losses(structure, ys, written, blocks, power)
-
         initial_state = self._flat(
             self._chains_at([np.full(len(b[0]), log_a0[p]) for p, b in enumerate(self._basis(values))], values)
         )
         t0, y0, scale = self.start(log_a0, tau, values)
-        return RaceODE(
-            f=structure.ode,
-            y0=coordinates(y0),
-            t0=t0,
-            args=(jnp.float64(tau), written, blocks),
-            loss=structure.loss_of_state,
-            loss_args=(written, blocks, power),
-            loss_of_states=loss_of_states,
-            initial_loss=float(loss_of_states(coordinates(initial_state)[None])[0]),
-            minimum_loss=lambda: self._at_values("_minimum_cache", self._minimum_loss, values),
-            rtol=rtol,
-            atol=relative_floor(scale, rtol, atol),
+        return (
+            structure,
+            coordinates(initial_state),
+            written,
+            blocks,
+            np.float64(power),
+            coordinates(y0),
+            t0,
+            scale,
+            values,
         )
 
     def race(
@@ -758,6 +804,15 @@ def _losses(structure: FlowStructure, ys, written, blocks, power) -> np.ndarray:
     padded = np.zeros((1 << max(rows - 1, 0).bit_length(), ys.shape[1]))
     padded[:rows] = ys
     return np.asarray(structure.loss_of_states(padded, written, blocks, power))[:rows]
+
+
+def _losses_of_each(structure: FlowStructure, ys, written, blocks, power) -> np.ndarray:
+    """The loss of each flattened state in ``ys`` (rows) at its own operands (rows of ``written``,
+    ``blocks`` and ``power``), in one call, padded to a power of two rows as :func:`_losses`."""
+    rows = len(ys)
+    size = 1 << max(rows - 1, 0).bit_length()
+    padded = [np.concatenate([x, np.repeat(x[:1], size - rows, axis=0)]) for x in (ys, written, blocks, power)]
+    return np.asarray(structure.loss_of_each(*padded))[:rows]
 
 
 def _span_basis(matrix: np.ndarray, rank: int) -> np.ndarray:

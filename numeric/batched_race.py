@@ -118,6 +118,29 @@ def tsit5_step(f, t_start, t_end, y_start, args):
     return y_end, interpolation.evaluate
 
 
+#: the most terms :func:`ordered_sum` adds one after another
+ORDERED_TERMS = 64
+
+
+def ordered_sum(x):
+    """The sum of ``x``'s entries; up to :data:`ORDERED_TERMS` of them added one after another in
+    a fixed order. XLA's reduction of a few entries under ``vmap`` adds them in an order that
+    depends on how many points are batched, and a point's race must not depend on the points
+    batched with it."""
+    if x.size > ORDERED_TERMS:
+        return jnp.sum(x)
+    terms = jnp.ravel(x)
+    total = terms[0]
+    for k in range(1, terms.size):
+        total = total + terms[k]
+    return total
+
+
+def ordered_rms_norm(x):
+    """diffrax's ``rms_norm`` of an array, summed by :func:`ordered_sum`."""
+    return jnp.sqrt(ordered_sum(jnp.square(x)) / max(x.size, 1))
+
+
 def _stepper(f, rtol: float):
     """``(begin, attempt)`` for ``dy/dt = f(t, y, args)``: ``begin`` gives the first step's end and
     the controller's state (diffrax's initial step when ``dt0`` is ``None``); ``attempt`` makes
@@ -131,7 +154,7 @@ def _stepper(f, rtol: float):
     _, b_error, _ = _tsit5()
 
     def controller(atol):
-        return diffrax.PIDController(rtol=rtol, atol=atol)
+        return diffrax.PIDController(rtol=rtol, atol=atol, norm=ordered_rms_norm)
 
     def begin(t0, t1, y0, args, atol, dt0=None):
         tnext, state = controller(atol).init(terms, t0, t1, y0, dt0, args, solver.func, order)

@@ -756,9 +756,9 @@ class ReducedFlow:
         Section 4's flow of 2413 variables became one of 1153 in the output span alone; the
         three-context example's flows of 98, 249 and 315 variables (``dense``, ``common+ctx``,
         ``ctx-only``, already in the output span) become 84, 178 and 88."""
-        values = np.asarray(values, dtype=np.float64).reshape(1, -1)
+        row = np.asarray(values, dtype=np.float64).reshape(1, -1)
         return self.race_odes(
-            np.asarray(log_a0, dtype=np.float64)[None], np.array([tau]), values, rtol, atol, compress=compress
+            np.asarray(log_a0, dtype=np.float64)[None], np.array([tau]), row, rtol, atol, compress=compress
         )[0]
 
     def race_odes(

@@ -6,8 +6,10 @@
   network, in seconds of wall time and of CPU time (user and system, the process's own: a
   loaded machine stretches the first, not the second);
 - its sweep over ``g``: the width-seeded race at 64 points (8 with ``--quick``) once compiled,
-  per point, against one compiled training run of the spec (ReLU, one seed, the spec's epochs);
-  and ``gdln sweep --grid g=0.25:4:8`` in a fresh process with empty caches;
+  per point, against one compiled training run of the spec (ReLU, one seed, the spec's epochs),
+  in wall time and in CPU time (user and system, the process's, every thread: on a machine
+  shared with other work the wall times of the two stretch unevenly, the CPU times hardly); and
+  ``gdln sweep --grid g=0.25:4:8`` in a fresh process with empty caches;
 - Section 5's K = 3 context task with ``g`` scaling every context-specific target: ``gdln
   derive --network X`` cold, each network (``common+1`` only with ``--quick``).
 """
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import sys
 import tempfile
+import time
 import tomllib
 from pathlib import Path
 
@@ -32,6 +35,18 @@ def cold_process(argv: list[str]) -> ProcessTime:
     """``gdln ARGV`` in a fresh process with empty caches."""
     with tempfile.TemporaryDirectory() as folder:
         return gdln_process(argv, folder)
+
+
+def cpu_seconds(fn, repeat: int = 3) -> float:
+    """The least CPU time (user and system, this process, every thread) of ``repeat`` calls of ``fn``."""
+    import jax
+
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.process_time()
+        jax.block_until_ready(fn())
+        best = min(best, time.process_time() - start)
+    return best
 
 
 def section5_with_g(folder: Path) -> Path:
@@ -72,11 +87,16 @@ def parametric_benchmarks(quick: bool = False) -> dict:
     rows = np.flatnonzero(ok)
     width_race(models, grid, rows)  # derive and compile
     theory = timed(lambda: width_race(models, grid, rows), repeat=2)
+    theory_cpu = cpu_seconds(lambda: width_race(models, grid, rows), repeat=2)
     run = lambda: train_network(task, "relu", seeds=1, models=models)[0].losses  # noqa: E731
     training_run = training_seconds(run)
+    training_cpu = cpu_seconds(run)
     sweep = {"points": int(len(rows)), "theory_s": theory, "training_run_s": training_run}
     sweep["theory_per_point_s"] = theory / len(rows)
     sweep["cheaper_per_point"] = training_run / sweep["theory_per_point_s"]
+    sweep["theory_per_point_cpu_s"] = theory_cpu / len(rows)
+    sweep["training_run_cpu_s"] = training_cpu
+    sweep["cheaper_per_point_cpu"] = training_cpu / sweep["theory_per_point_cpu_s"]
     if not quick:
         wall, cpu = cold_process(["sweep", str(THREE_CONTEXTS), "--grid", "g=0.25:4:8", "--json"])
         sweep["cold_process_8_points"] = {"wall_s": wall, "cpu_s": cpu}

@@ -173,6 +173,14 @@ def parametric_tables(r: dict) -> list[Table]:
             f"training run {sweep['training_run_s'] * 1e3:.1f} ms: {sweep['cheaper_per_point']:.1f}x cheaper per point",
         )
     )
+    if "cheaper_per_point_cpu" in sweep:
+        rows.append(
+            (
+                "the same in CPU time (user and system, every thread)",
+                f"{sweep['theory_per_point_cpu_s'] * 1e3:.1f} ms a point against {sweep['training_run_cpu_s'] * 1e3:.1f} "
+                f"ms a training run: {sweep['cheaper_per_point_cpu']:.1f}x cheaper per point",
+            )
+        )
     if "cold_process_8_points" in sweep:
         rows.append(
             ("`gdln sweep --grid g=0.25:4:8`, fresh process, empty caches", seconds(sweep["cold_process_8_points"]))

@@ -14,7 +14,7 @@ start it at the analytic end of the linear phase (:meth:`ReducedFlow.start`).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import cached_property
+from functools import cached_property, partial
 
 import jax
 import jax.numpy as jnp
@@ -72,6 +72,39 @@ class FlowStructure:
 
     _known: dict[tuple, FlowStructure] = {}
 
+    #: the race's state is padded to a multiple of this many entries (float64 lanes of AVX-512)
+    RACE_LANES = 8
+
+    @cached_property
+    def race_size(self) -> int:
+        """The size of :attr:`race_ode`'s state: :attr:`size` padded with zeros to a multiple of
+        :data:`RACE_LANES`. XLA's CPU code for a vector of another length ends in a scalar loop,
+        which rounds the solver's updates differently from the vector loop that a batch of
+        several points runs them in; padded, a point's race is the same bit for bit in a batch of
+        one or of many (:mod:`numeric.batched_race`)."""
+        return -(-self.size // self.RACE_LANES) * self.RACE_LANES
+
+    @cached_property
+    def race_ode(self):
+        """:attr:`ode` on the padded state of :attr:`race_size` entries; the padding stays zero."""
+        size, padding, ode = self.size, self.race_size - self.size, self.ode
+
+        def f(t, y, args):
+            return jnp.concatenate([ode(t, y[:size], args), jnp.zeros(padding, y.dtype)])
+
+        f.__name__, f.__doc__ = "padded_reduced_flow", ode.__doc__
+        f.persistent_key = f"padded {ode.persistent_key}"  # type: ignore[attr-defined]
+        return f
+
+    def race_loss(self, y, sigma_yx_written, sigma_x_blocks, power):
+        """:meth:`loss_of_state` of a padded state (:attr:`race_size`)."""
+        return self.loss_of_state(y[: self.size], sigma_yx_written, sigma_x_blocks, power)
+
+    @cached_property
+    def race_loss_of_each(self):
+        """:meth:`race_loss` of many padded states, each at its own operands (rows), compiled once."""
+        return jax.jit(jax.vmap(self.race_loss))
+
     @classmethod
     def of(cls, num_outputs: int, pathways) -> FlowStructure:
         return cls._of_key(
@@ -91,26 +124,28 @@ class FlowStructure:
             cls._known[key] = cls(key)
         return cls._known[key]
 
-    def compressed(self, rank: int) -> FlowStructure:
-        """This structure with every pathway writing ``rank`` output coordinates instead of the
-        target features (see :meth:`ReducedFlow.output_basis`); hidden widths are kept."""
-        layout = tuple((depth, width, inputs, tuple(range(rank))) for depth, width, inputs, _ in self.key[1])
-        return self._of_key((int(rank), layout))
+    def reduced(self, rank: int | None, widths: Sequence[int], inputs: Sequence[int]) -> FlowStructure:
+        """This structure with ``widths[p]`` hidden units and ``inputs[p]`` input coordinates in
+        pathway ``p`` and, with ``rank``, every pathway writing ``rank`` output coordinates instead
+        of the target features (see :meth:`ReducedFlow.race_ode`)."""
+        layout = tuple(
+            (depth, int(width), int(size), outputs if rank is None else tuple(range(rank)))
+            for (depth, _, _, outputs), width, size in zip(self.key[1], widths, inputs)
+        )
+        return self._of_key((self.num_outputs if rank is None else int(rank), layout))
 
-    def last_layers(self, y: np.ndarray, transform) -> np.ndarray:
-        """The flattened state ``y`` (rows: states) with each pathway's last layer ``W_D`` replaced
-        by ``transform(W_D)``, flattened again in the same order, on the host."""
+    def map_layers(self, y: np.ndarray, transform) -> np.ndarray:
+        """The flattened state ``y`` (rows: states) with layer ``e`` of pathway ``p``'s chain
+        replaced by ``transform(p, e, layer)`` (its shape may change), flattened again in the same
+        order, on the host."""
         y = np.asarray(y, dtype=np.float64)
         parts, position = [], 0
-        for chain in self.shapes:
+        for p, chain in enumerate(self.shapes):
             for e, shape in enumerate(chain):
                 size = int(np.prod(shape))
-                layer = y[..., position : position + size]
+                layer = y[..., position : position + size].reshape(*y.shape[:-1], *shape)
                 position += size
-                if e == len(chain) - 1:
-                    layer = transform(layer.reshape(*y.shape[:-1], *shape))
-                    layer = layer.reshape(*y.shape[:-1], -1)
-                parts.append(layer)
+                parts.append(transform(p, e, layer).reshape(*y.shape[:-1], -1))
         return np.concatenate(parts, axis=-1)
 
     @staticmethod
@@ -261,6 +296,7 @@ class ReducedFlow:
         "_operand_cache": "_operands_batch",
         "_basis_cache": "_basis_batch",
         "_output_basis_cache": "_output_basis_batch",
+        "_input_basis_cache": "_input_basis_batch",
         "_minimum_cache": "_minimum_loss_batch",
     }
 
@@ -400,6 +436,50 @@ class ReducedFlow:
             [(cache[key] if key in cache else self._operands_at(row))[0] for key, row in zip(keys, values)]
         )
         return list(_span_basis(written, rank))
+
+    @cached_property
+    def _input_ranks(self) -> list[int]:
+        """Per pathway, how many input coordinates :meth:`input_bases` keeps: ``min(inputs, active
+        datapoints)`` (at least one, so that no array is empty)."""
+        return [max(1, min(len(p.inputs), int(np.sum(active)))) for p, active in zip(self.pathways, self._active)]
+
+    @cached_property
+    def _kept_units(self) -> list[int]:
+        """Per pathway, the hidden units :meth:`race_ode` keeps: one per derived mode (at least
+        one). A unit whose first-layer row and last-layer column are zero (the padding of
+        :meth:`_basis_batch`) has zero rates in every layer, so it stays zero and adds nothing to
+        the map; a middle layer's diagonal entry on it stays put and multiplies zeros."""
+        return [
+            max(1, min(width, len(derived.modes) if derived.modes else 0))
+            for width, derived in zip(self.widths, self.derivation.pathways)
+        ]
+
+    def input_bases(self, values) -> list[np.ndarray | None]:
+        """Per pathway ``p``, an orthonormal basis ``P_p`` (its inputs x :attr:`_input_ranks`) of the
+        span of its active datapoints' inputs, or ``None`` where that rank is every input.
+
+        The flow's first layers never leave these spans: ``Sigma_yx(p)`` and every ``Sigma_x(j,
+        p)`` are averages of ``(...) x_p^T`` over datapoints active in ``p``, so the rows of the
+        gradient ``G_p`` lie in the span, and each chain starts on its modes' ``v_k``, which lie in
+        it too. Written as ``W_1 = M_1 P_p^T``, the flow of ``M_1`` is the flow with
+        ``Sigma_yx(p) P_p`` and ``P_j^T Sigma_x(j, p) P_p``, every loss the same. Context
+        pathways, active on a few datapoints of many inputs, shrink most: the three-context
+        example's ``ctx-only`` has 4, 2 and 2 input coordinates for 7 inputs each."""
+        return self._at_values(
+            "_input_basis_cache", lambda v: self._input_basis_batch(np.asarray(v, dtype=np.float64)[None])[0], values
+        )
+
+    def _input_basis_batch(self, values: np.ndarray) -> list:
+        x, _ = self._data_batch(values)
+        per_pathway = []
+        for p, pathway in enumerate(self.pathways):
+            rank = self._input_ranks[p]
+            if rank >= len(pathway.inputs):
+                per_pathway.append([None] * len(values))
+                continue
+            rows = x[:, self._active[p] > 0][:, :, list(pathway.inputs)]  # (points, active datapoints, inputs)
+            per_pathway.append(list(_span_basis(np.swapaxes(rows, 1, 2), rank)))
+        return [[bases[k] for bases in per_pathway] for k in range(len(values))]
 
     def loss(self, maps, sigma_yx, sigma_x, power):
         """``L = 1/2 tr<yy^T> - sum_p tr(W_p Sigma_yx(p)^T) + 1/2 sum_jp tr(E_p^T E_j W_j Sigma_x(j, p) W_p^T)``."""
@@ -670,40 +750,107 @@ class ReducedFlow:
         started as :meth:`start` says, its initial loss that of the chains at ``log a0`` (before
         the linear phase), its least loss that over all maps, its absolute tolerance :func:`relative_floor`.
 
-        With ``compress`` (the default) the last layers are written in :meth:`output_basis`, where
-        the flow stays: Section 4's flow of 2413 variables becomes one of 1153, the same race."""
-        log_a0 = np.asarray(log_a0, dtype=np.float64)
-        values = tuple(float(v) for v in values)
+        With ``compress`` (the default) the flow is written where it stays, the same race in
+        fewer variables: the last layers in :meth:`output_basis`, the first layers in
+        :meth:`input_bases`, and only the units of the derived modes (:attr:`_kept_units`).
+        Section 4's flow of 2413 variables became one of 1153 in the output span alone; the
+        three-context example's flows of 98, 249 and 315 variables (``dense``, ``common+ctx``,
+        ``ctx-only``, already in the output span) become 84, 178 and 88."""
+        row = np.asarray(values, dtype=np.float64).reshape(1, -1)
+        return self.race_odes(
+            np.asarray(log_a0, dtype=np.float64)[None], np.array([tau]), row, rtol, atol, compress=compress
+        )[0]
+
+    def race_odes(
+        self,
+        log_a0: Float[ArrayLike, "points pathways"],
+        tau: Float[ArrayLike, " points"],
+        values: Float[ArrayLike, "points parameters"],
+        rtol: float = 1e-10,
+        atol: float = 1e-14,
+        *,
+        compress: bool = True,
+    ) -> list[RaceODE]:
+        """:meth:`race_ode` at every row (a sweep's points): their operands on the host and their
+        initial losses in one compiled call, where a device call per point took most of a
+        sweep's setup."""
+        log_a0, tau = np.asarray(log_a0, dtype=np.float64), np.asarray(tau, dtype=np.float64)
+        values = np.asarray(values, dtype=np.float64).reshape(len(tau), -1)
+        parts = [
+            self._race_parts(logs, float(t), tuple(float(v) for v in row), compress)
+            for logs, t, row in zip(log_a0, tau, values)
+        ]
+        if not parts:
+            return []
+        structure = parts[0][0]
+        initial = _losses_of_each(structure, *(np.stack([part[k] for part in parts]) for k in range(1, 5)))
+        problems = []
+        for (_, _, written, blocks, power, y0, t0, scale, row), t, loss in zip(parts, tau, initial):
+            problems.append(
+                RaceODE(
+                    f=structure.race_ode,
+                    y0=y0,
+                    t0=t0,
+                    args=(np.float64(t), written, blocks),
+                    loss=structure.race_loss,
+                    loss_args=(written, blocks, power),
+                    loss_of_states=partial(_padded_losses, structure, written, blocks, power),
+                    initial_loss=float(loss),
+                    minimum_loss=partial(self._at_values, "_minimum_cache", self._minimum_loss, row),
+                    rtol=rtol,
+                    atol=relative_floor(scale, rtol, atol),
+                )
+            )
+        return problems
+
+    def _race_parts(self, log_a0: np.ndarray, tau: float, values: tuple, compress: bool):
+        """What :meth:`race_odes` needs of one point, on the host: ``(structure, initial state,
+        written, blocks, power, y0, t0, scale, values)``; the structure is the same at every
+        point (the output rank is fixed by the shapes)."""
         written, blocks, power = self.operands(values)
-        structure, basis = self.structure, self.output_basis(values) if compress else None
+        full, count = self.structure, len(self.pathways)
+        basis = self.output_basis(values) if compress else None
+        inputs = self.input_bases(values) if compress else [None] * count
+        units = self._kept_units if compress else self.widths
+        sizes = [len(p.inputs) if b is None else b.shape[1] for p, b in zip(self.pathways, inputs)]
+        structure = full.reduced(None if basis is None else basis.shape[1], units, sizes)
+        # one block-diagonal change of input coordinates for every pathway at once
+        change = np.zeros((full.total_inputs, structure.total_inputs))
+        for p, b in enumerate(inputs):
+            change[full.columns[p], structure.columns[p]] = np.eye(sizes[p]) if b is None else b
+        written = np.asarray(written) @ change
         if basis is not None:
-            structure = structure.compressed(basis.shape[1])
-            written = jnp.asarray(basis.T @ np.asarray(written))
+            written = basis.T @ written
+        blocks = change.T @ np.asarray(blocks) @ change
+
+        def reduce_layer(p, e, layer):
+            kept, last = units[p], len(full.shapes[p]) - 1
+            if e == 0:
+                layer = layer[..., :kept, :]
+                return layer if inputs[p] is None else layer @ inputs[p]
+            if e < last:
+                return layer[..., :kept, :kept]
+            layer = layer[..., :kept]
+            return layer if basis is None else np.einsum("or,...oh->...rh", basis, layer)
 
         def coordinates(y):
-            if basis is None:
-                return np.asarray(y, dtype=np.float64)
-            return self.structure.last_layers(y, lambda layer: np.einsum("or,...oh->...rh", basis, layer))
-
-        def loss_of_states(ys):
-            return _losses(structure, ys, written, blocks, power)
+            reduced = full.map_layers(y, reduce_layer)
+            return np.concatenate([reduced, np.zeros((*reduced.shape[:-1], structure.race_size - structure.size))], -1)
 
         initial_state = self._flat(
             self._chains_at([np.full(len(b[0]), log_a0[p]) for p, b in enumerate(self._basis(values))], values)
         )
         t0, y0, scale = self.start(log_a0, tau, values)
-        return RaceODE(
-            f=structure.ode,
-            y0=coordinates(y0),
-            t0=t0,
-            args=(jnp.float64(tau), written, blocks),
-            loss=structure.loss_of_state,
-            loss_args=(written, blocks, power),
-            loss_of_states=loss_of_states,
-            initial_loss=float(loss_of_states(coordinates(initial_state)[None])[0]),
-            minimum_loss=lambda: self._at_values("_minimum_cache", self._minimum_loss, values),
-            rtol=rtol,
-            atol=relative_floor(scale, rtol, atol),
+        return (
+            structure,
+            coordinates(initial_state),
+            written,
+            blocks,
+            np.float64(power),
+            coordinates(y0),
+            t0,
+            scale,
+            values,
         )
 
     def race(
@@ -758,6 +905,20 @@ def _losses(structure: FlowStructure, ys, written, blocks, power) -> np.ndarray:
     padded = np.zeros((1 << max(rows - 1, 0).bit_length(), ys.shape[1]))
     padded[:rows] = ys
     return np.asarray(structure.loss_of_states(padded, written, blocks, power))[:rows]
+
+
+def _padded_losses(structure: FlowStructure, written, blocks, power, ys) -> np.ndarray:
+    """:func:`_losses` of padded states (:attr:`FlowStructure.race_size`)."""
+    return _losses(structure, np.asarray(ys)[..., : structure.size], written, blocks, power)
+
+
+def _losses_of_each(structure: FlowStructure, ys, written, blocks, power) -> np.ndarray:
+    """The loss of each padded state in ``ys`` (rows) at its own operands (rows of ``written``,
+    ``blocks`` and ``power``), in one call, padded to a power of two rows as :func:`_losses`."""
+    rows = len(ys)
+    size = 1 << max(rows - 1, 0).bit_length()
+    padded = [np.concatenate([x, np.repeat(x[:1], size - rows, axis=0)]) for x in (ys, written, blocks, power)]
+    return np.asarray(structure.race_loss_of_each(*padded))[:rows]
 
 
 def _span_basis(matrix: np.ndarray, rank: int) -> np.ndarray:

@@ -149,7 +149,9 @@ def ode_race_points(
     count = len(tau)
     if isinstance(engine, ReducedFlow):
         engine.prepare(values)  # every point's correlations and modes in one vectorised evaluation
-    problems = [engine.race_ode(log_a0[k], float(tau[k]), values[k], rtol) for k in range(count)]
+        problems = engine.race_odes(log_a0, tau, values, rtol)
+    else:
+        problems = [engine.race_ode(log_a0[k], float(tau[k]), values[k], rtol) for k in range(count)]
     initial, crossings, final = np.empty(count), np.full((count, len(fractions)), np.nan), np.full(count, np.nan)
     solved = [k for k in range(count) if problems[k].t0 < horizon]
     alone = sorted(set(range(count)) - set(solved))

@@ -260,3 +260,67 @@ def test_overlap_norms_without_vectors_are_the_sums_over_modes(symbolic):
             expected = (np.sum((up.T @ overlap @ uq) ** 2), np.sum((vp.T @ correlation.T @ vq) ** 2))
             found = [float(norm.subs(g, value)) for norm in symmetry._span_norms(p, q)]
             np.testing.assert_allclose(found, expected, rtol=1e-10, atol=1e-14)
+
+
+#: the sweep's crossings (batched Tsit5 at rtol 1e-8, read off each step's interpolant) against
+#: race's (diffrax at rtol 1e-10, brentq on fresh solves): the sweep's own tolerance
+#: (tests/test_sweep.py's CROSSING_RTOL); measured within 5e-9 over 64 values of g
+SWEEP_RELATIVE = 1e-6
+
+
+@pytest.mark.slow
+def test_sweep_s_batched_flows_are_the_race_at_each_g(symbolic):
+    """Every candidate here is a reduced flow: the sweep solves all points' flows in one batched
+    loop (:mod:`numeric.batched_race`); at ``g = 1/2, 3/2, 3`` its crossings and final losses
+    are those of ``race`` (diffrax) at that ``g``."""
+    from gdln.verify.sweep import finite_points, parse_axis, sweep_grid, width_race
+
+    task = symbolic.task
+    grid = sweep_grid(task, [parse_axis("g=0.5:3:6", task)], {})
+    assert finite_points(symbolic, grid)[0].all()
+    rows = np.flatnonzero(np.isin(grid.values[:, 0], [float(v) for v in VALUES]))
+    assert len(rows) == len(VALUES)
+    batched = width_race(symbolic, grid, rows)
+    compared = 0
+    for position, row in enumerate(rows):
+        race = race_report(task, {"g": float(grid.values[row, 0])}, symbolic)
+        for entry in race["networks"]:
+            mine = batched[entry["name"]]
+            for column, key in enumerate(("t_half", "t_90")):
+                if entry[key] is None:
+                    assert np.isnan(mine.crossings[position, column]), (entry["name"], key)
+                else:
+                    assert mine.crossings[position, column] == pytest.approx(entry[key], rel=SWEEP_RELATIVE)
+                    compared += 1
+            assert mine.final_loss[position] == pytest.approx(entry["final_loss"], rel=SWEEP_RELATIVE, abs=1e-12)
+    assert compared >= 2 * len(rows) * 2  # crossings of every network at every g, all but a few t_90
+
+
+@pytest.mark.slow
+def test_sweep_s_reduced_flows_are_each_point_s_whole_flow(symbolic):
+    """The sweep's race of the reduced flows (numeric.sweep.ode_race_points: every point in one
+    batched solve, each flow written in its pathways' input spans, output span and derived modes:
+    ctx-only 88 variables, not 441) equals, point by point, the race of the whole flow solved alone
+    (ReducedFlow.race_ode(compress=False).race, diffrax), both at rtol 1e-10 per step: to
+    CURVE_RELATIVE, the solvers' global error."""
+    from gdln.numeric.sweep import ode_race_points
+
+    training = symbolic.task.training
+    values = np.array([[0.5], [1.5], [3.0]])
+    for name in ("dense", "ctx-only"):
+        prediction = symbolic.prediction(name)
+        flow = prediction.engine
+        logs = np.tile(np.asarray(prediction.log_initial_strengths(training.init_scale)), (len(values), 1))
+        tau = np.full(len(values), training.tau)
+        batch = ode_race_points(flow, values, logs, tau, training.epochs, rtol=1e-10)
+        for k, row in enumerate(values):
+            reduced, whole = (flow.race_ode(logs[k], training.tau, row, 1e-10, compress=c) for c in (True, False))
+            assert reduced.y0.size < whole.y0.size
+            alone = whole.race((0.5, 0.1), training.epochs)
+            assert batch.initial_loss[k] == pytest.approx(alone.initial_loss, rel=1e-12)
+            assert batch.final_loss[k] == pytest.approx(alone.final_loss, rel=CURVE_RELATIVE)
+            for j, fraction in enumerate((0.5, 0.1)):
+                if alone.crossings[fraction] is None:
+                    assert np.isnan(batch.crossings[k, j])
+                else:
+                    assert batch.crossings[k, j] == pytest.approx(alone.crossings[fraction], rel=CURVE_RELATIVE)

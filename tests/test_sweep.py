@@ -382,6 +382,37 @@ def test_batched_race_stops_as_race_does(ode_task):
 BATCHED_RTOL = 1e-7
 
 
+def test_crossing_interpolant_is_diffrax_dense_output():
+    """The batched race reads a crossing off its step's interpolant
+    (:func:`numeric.batched_race.tsit5_step`): diffrax's dense output of the same step, to
+    rounding, and the step's end is diffrax's."""
+    import diffrax
+    import jax.numpy as jnp
+
+    from gdln.numeric.batched_race import tsit5_step
+
+    def pendulum(t, y, args):
+        return jnp.stack([y[1], -args * jnp.sin(y[0]) + 0.1 * t])
+
+    t0, t1, y0, pull = 0.2, 0.5, jnp.array([1.0, -0.3]), 2.0
+    solution = diffrax.diffeqsolve(
+        diffrax.ODETerm(pendulum),
+        diffrax.Tsit5(),
+        t0=t0,
+        t1=t1,
+        dt0=t1 - t0,
+        y0=y0,
+        args=pull,
+        saveat=diffrax.SaveAt(t1=True, dense=True),
+        stepsize_controller=diffrax.ConstantStepSize(),
+    )
+    end, along = tsit5_step(pendulum, t0, t1, y0, pull)
+    np.testing.assert_allclose(end, solution.ys[-1], rtol=1e-14, atol=1e-15)
+    for t in np.linspace(t0, t1, 7):
+        np.testing.assert_allclose(along(t), solution.evaluate(t), rtol=1e-14, atol=1e-15)
+    assert np.max(np.abs(along(0.35) - y0)) > 0.05  # a step that moves: the comparison can fail
+
+
 def test_batched_race_steps_back_where_the_field_overflows(xor):
     """The race ODE in ``log a`` overflows to -inf on too long a step. The batched solve rejects
     such a step and shrinks it, as diffrax rejects a NaN; before, the infinite end gave the step

@@ -14,6 +14,7 @@ from gdln.derive.derivation import TAU, TIME, NetworkDerivation
 from gdln.derive.spec import chain, clusters, context_task, load_spec, task_from_dict
 from gdln.derive.staged import StagedDerivation
 from gdln.numeric.initial_conditions import expected_initial_strengths, pathway_initial_strengths
+from gdln.numeric.prediction import TaskPredictions
 from gdln.numeric.race import CompiledNetwork
 from gdln.numeric.reduced_flow import ReducedFlow
 from gdln.numeric.training import gdln_layout, train_gdln
@@ -80,7 +81,8 @@ def test_group_closed_form_matches_the_exact_flow(section5_k3):
 @pytest.mark.slow
 def test_interacting_context_pathways_share_no_basis_and_say_so():
     task = load_spec(EXAMPLES / "section4_context.toml")
-    derivation = NetworkDerivation(task, "common+2")
+    # through the derivation cache the test run shares: race, verify and sweep tests derive it too
+    derivation = TaskPredictions(task).derivation("common+2")
     assumptions = derivation.assumptions
     assert assumptions["pathways_interact"] and assumptions["shared_basis"] is False
     assert "outside its own singular vectors" in assumptions["shared_basis_failures"][0]

@@ -76,7 +76,10 @@ def test_xor_patterns(capsys, delta, expected):
     assert all(p["realizable"] in (True, None) for p in chosen["patterns"])
 
 
-@pytest.mark.slow  # about 40 s on 2 cores: 3 trainings of 12000 epochs and 7 predictions
+# the exhaustive tier (docs/index.md, Testing): find-gates' clustering is checked on XoR's patterns
+# in the default tiers; this repeats it at Section 4's size, 40-100 s on 2 cores
+@pytest.mark.slow
+@pytest.mark.exhaustive
 def test_section4_four_clusters_are_common_plus_two_context_pathways(capsys, tmp_path):
     task = load_spec(SECTION4)
     contexts = np.asarray(task.contexts)

@@ -39,14 +39,9 @@ def cold_process(argv: list[str]) -> ProcessTime:
 
 def cpu_seconds(fn, repeat: int = 3) -> float:
     """The least CPU time (user and system, this process, every thread) of ``repeat`` calls of ``fn``."""
-    import jax
+    from bench.bench_race import timed
 
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.process_time()
-        jax.block_until_ready(fn())
-        best = min(best, time.process_time() - start)
-    return best
+    return timed(fn, repeat, clock=time.process_time)
 
 
 def section5_with_g(folder: Path) -> Path:

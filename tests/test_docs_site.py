@@ -84,8 +84,8 @@ def test_shell_blocks_run(code, tmp_path):
     )
 
 
-# the executed site build (test_the_tutorials_render_with_their_outputs) runs every cell too, and
-# fails on an error in any: this second run of the notebooks is left to the exhaustive tier
+# the site build below executes every cell too, and fails on an error in any: this second run of
+# the notebooks is left to the exhaustive tier
 @pytest.mark.slow
 @pytest.mark.exhaustive
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[n.stem for n in NOTEBOOKS])
@@ -136,18 +136,15 @@ def _build_site(folder: Path, execute: bool) -> subprocess.CompletedProcess:
     )
 
 
-def test_the_site_builds_the_first_time_on_a_fresh_clone(tmp_path):
-    """The API page's tree (build/typecheck) is linked before mkdocstrings reads its paths: the
-    first build once failed with "gdln.derive.spec.load_spec could not be found"."""
-    build = _build_site(_fresh_copy(tmp_path), execute=False)
-    assert build.returncode == 0, build.stderr[-3000:]
-    assert "load_spec" in (tmp_path / "site" / "api" / "index.html").read_text(encoding="utf-8")
-
-
 @pytest.mark.slow
-def test_the_tutorials_render_with_their_outputs(tmp_path):
+def test_the_site_builds_the_first_time_on_a_fresh_clone_with_the_tutorials_outputs(tmp_path):
+    """The README's docs command, once, on a copy without build/: the API page's tree
+    (build/typecheck) is linked before mkdocstrings reads its paths (the first build once failed
+    with "gdln.derive.spec.load_spec could not be found"), and the tutorials are executed and
+    rendered with their outputs. One build checks both: each takes a minute on 2 cores."""
     build = _build_site(_fresh_copy(tmp_path), execute=True)
     assert build.returncode == 0, build.stderr[-3000:]
+    assert "load_spec" in (tmp_path / "site" / "api" / "index.html").read_text(encoding="utf-8")
     for notebook in NOTEBOOKS:
         page = (tmp_path / "site" / "notebooks" / notebook.stem / "index.html").read_text(encoding="utf-8")
         assert page.count("jp-OutputArea-output") >= 3, notebook.stem

@@ -201,27 +201,13 @@ def test_unique_command_json_contract(capsys):
     assert all({"networks", "t_90", "t_90_spread", "final_loss"} <= set(o) for o in report["orbits"])
 
 
+# the full Section 4 search below checks the same claim and accounting on the paper's own task
 @pytest.mark.slow
+@pytest.mark.exhaustive  # about 30 s on 2 cores: 13 orbits raced, each compiled anew
 def test_search_finds_the_papers_network_as_the_unique_fastest_orbit_on_two_items():
     """Section 4's task reduced to 2 items (hierarchy blocks): among every network of at most 4
     unions of contexts, common + the three two-context pathways is alone in front."""
-    task = task_from_dict(context_task(2, 3, ["hierarchy"] * 3))
-    report = unique_report(task, max_pathways=4, patterns="contexts")
-    contexts = task.contexts
-    assert contexts is not None
-    on = {c: {n for n, k in enumerate(contexts) if k == c} for c in set(contexts)}
-    every = tuple(range(task.num_datapoints))
-    paper = {every} | {tuple(sorted(on[a] | on[b])) for a, b in [(1, 2), (1, 3), (2, 3)]}
-    assert {tuple(p) for p in report["orbits"][0]["pathways"][0]} == paper
-    assert report["unique"] and report["margin"] > report["tolerance"]
-    search = report["search"]
-    assert search["perron_frobenius_violations"] == []
-    # every candidate is accounted for: pruned for lacking the fastest pattern, or in a raced orbit
-    assert search["candidates"] == search["pruned_without_leader"] + sum(search["orbit_sizes"])
-    assert search["orbits_raced"] == len(report["orbits"]) == len(search["orbit_sizes"])
-    leaders = {tuple(p["active"]) for p in search["patterns"] if p["leads"]}
-    assert leaders == {every}  # Perron-Frobenius: the common pathway has the largest singular value
-    assert all(leaders & {tuple(p) for p in o["pathways"][0]} for o in report["orbits"])
+    _assert_common_and_all_but_one_context_lead_alone(task_from_dict(context_task(2, 3, ["hierarchy"] * 3)), 4)
 
 
 def test_search_orbits_are_distinct_and_complete_on_xor():
@@ -312,7 +298,14 @@ def _assert_common_and_all_but_one_context_lead_alone(task, max_pathways: int) -
     }
     assert {tuple(p) for p in report["orbits"][0]["pathways"][0]} == paper
     assert report["unique"] and report["margin"] > report["tolerance"]
-    assert report["search"]["perron_frobenius_violations"] == []
+    search = report["search"]
+    assert search["perron_frobenius_violations"] == []
+    # every candidate is accounted for: pruned for lacking the fastest pattern, or in a raced orbit
+    assert search["candidates"] == search["pruned_without_leader"] + sum(search["orbit_sizes"])
+    assert search["orbits_raced"] == len(report["orbits"]) == len(search["orbit_sizes"])
+    leaders = {tuple(p["active"]) for p in search["patterns"] if p["leads"]}
+    assert leaders == {tuple(range(task.num_datapoints))}  # Perron-Frobenius: the common pathway leads
+    assert all(leaders & {tuple(p) for p in o["pathways"][0]} for o in report["orbits"])
 
 
 # K = 3 (the full Section 4 search below) checks the search's claim, and the K = 4 race
@@ -324,7 +317,7 @@ def test_search_finds_common_plus_three_context_pathways_for_four_contexts():
     _assert_common_and_all_but_one_context_lead_alone(task_from_dict(context_task(4, 4, ["hierarchy"] * 4)), 5)
 
 
-@pytest.mark.slow  # about 35 s on 2 cores: 42 orbits of the 24-datapoint task raced
+@pytest.mark.slow  # about 50 s on 2 cores: 42 orbits of the 24-datapoint task raced
 def test_search_finds_the_papers_network_on_the_full_section4_task():
     """Section 4 itself (8 items, ring and cross blocks, 3 contexts): among every network of at
     most 4 unions of contexts, common + the three two-context pathways is alone in front."""

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from gdln.derive import cache
 from gdln.derive.derivation import NetworkDerivation
 from gdln.derive.errors import SpecError
 from gdln.derive.spec import Network, Task
@@ -46,17 +47,29 @@ def union_network(task: Task) -> Network:
     return Network(name="union", pathways=tuple(seen.values()))
 
 
-def union_report(task: Task, overrides: Mapping[str, float] | None = None, epochs: int | None = None) -> UnionReport:
+def union_report(
+    task: Task,
+    overrides: Mapping[str, float] | None = None,
+    epochs: int | None = None,
+    *,
+    kind: str | None = None,
+) -> UnionReport:
     """Train the union network by the exact reduced flow from every pathway's width and the init
     scale, and report each pathway's final strength (largest singular value of its map) over its
-    seed ``a0``, and whether it grows (:data:`GROWTH_FRACTION` of the strongest)."""
+    seed ``a0``, and whether it grows (:data:`GROWTH_FRACTION` of the strongest).
+
+    ``kind`` chooses the dynamics as `numeric.prediction.Prediction` does (default: the first
+    the derivation allows); ``"reduced flow"`` needs no modes derived."""
     if not task.networks:
         raise SpecError(task.source, "network", "the union needs at least one [[network]]")
     values = task.values(overrides)
     vector = [values[s] for s in task.parameters]
     training = task.with_training(epochs=epochs).training
     network = union_network(task)
-    prediction = Prediction(NetworkDerivation(task, network))
+    # kept in the derivation cache like every candidate's: the union's modes are most of what
+    # `gdln unique` and `gdln union` cost (Section 4: 14 of 18 s), and they depend on nothing else
+    derivation = cache.derivation(cache.derivation_key(task, network), lambda: NetworkDerivation(task, network))
+    prediction = Prediction(derivation, kind=kind)
     ts = np.array([0.0, float(training.epochs)])
     maps = prediction.maps(ts, training.init_scale, training.tau, vector)  # one solve: strengths and loss
     final = {

@@ -16,7 +16,7 @@ from gdln.derive.automorphisms import automorphisms, datapoint_orbits, network_o
 from gdln.derive.errors import SpecError
 from gdln.derive.spec import Task
 from gdln.derive.words import plural
-from gdln.numeric.prediction import TaskPredictions
+from gdln.numeric.prediction import REDUCED_FLOW, TaskPredictions
 
 from .progress import Stages
 from .race import flow_race, race_report
@@ -99,7 +99,9 @@ def unique_report(
     margin = _margin(orbits[0], orbits[1]) if len(orbits) > 1 else None
     unique = len(orbits) == 1 or (margin is not None and margin > UNIQUENESS_TOLERANCE)
     step("growth of the union network")
-    union = union_report(task, overrides)
+    # the search races every candidate on its exact reduced flow (`flow_race`), and its union
+    # too: no modes derived for a union of up to a hundred pathways (Section 4's took 29 s)
+    union = union_report(task, overrides, kind=None if search is None else REDUCED_FLOW)
     step.close()
     names = {n.name: n for n in task.networks}
     for orbit in orbits:

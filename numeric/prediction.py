@@ -35,7 +35,7 @@ from jaxtyping import Array, Float
 from gdln.derive import cache
 from gdln.derive.crossover import Crossover, crossovers
 from gdln.derive.derivation import NetworkDerivation
-from gdln.derive.spec import Task
+from gdln.derive.spec import Network, Task
 from gdln.derive.staged import StagedDerivation
 
 from .alignment import Alignment
@@ -370,6 +370,13 @@ def loss_of_staged_maps(
     return np.asarray(loss_of_maps(full.flow, dict(maps), values))
 
 
+def cached_derivation(task: Task, network: Network) -> NetworkDerivation:
+    """The derivation of ``network`` on ``task`` through the derivation cache: from this process,
+    else from disk, else derived (and written when the command ends, `gdln.derive.cache.flush`).
+    A candidate's, or a network built from the candidates (the union)."""
+    return cache.derivation(cache.derivation_key(task, network), lambda: NetworkDerivation(task, network))
+
+
 class TaskPredictions:
     """Cache of one task's derivations and predictions: each network is derived and compiled
     once, then evaluated at any parameter values."""
@@ -389,10 +396,7 @@ class TaskPredictions:
 
     def derivation(self, name: str) -> NetworkDerivation:
         if name not in self._derivations:
-            network = self.task.network(name)
-            self._derivations[name] = cache.derivation(
-                cache.derivation_key(self.task, network), lambda: NetworkDerivation(self.task, name)
-            )
+            self._derivations[name] = cached_derivation(self.task, self.task.network(name))
         return self._derivations[name]
 
     def mode_scales(self, name: str, values: Sequence[float]) -> list[tuple[np.ndarray, np.ndarray]]:

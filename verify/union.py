@@ -13,12 +13,10 @@ from typing import Any
 
 import numpy as np
 
-from gdln.derive import cache
-from gdln.derive.derivation import NetworkDerivation
 from gdln.derive.errors import SpecError
 from gdln.derive.spec import Network, Task
 from gdln.numeric.initial_conditions import log_expected_initial_strength
-from gdln.numeric.prediction import Prediction
+from gdln.numeric.prediction import Prediction, cached_derivation
 from gdln.numeric.reduced_flow import loss_of_maps
 
 from .entries import parameter_entry
@@ -68,8 +66,7 @@ def union_report(
     network = union_network(task)
     # kept in the derivation cache like every candidate's: the union's modes are most of what
     # `gdln unique` and `gdln union` cost (Section 4: 14 of 18 s), and they depend on nothing else
-    derivation = cache.derivation(cache.derivation_key(task, network), lambda: NetworkDerivation(task, network))
-    prediction = Prediction(derivation, kind=kind)
+    prediction = Prediction(cached_derivation(task, network), kind=kind)
     ts = np.array([0.0, float(training.epochs)])
     maps = prediction.maps(ts, training.init_scale, training.tau, vector)  # one solve: strengths and loss
     final = {

@@ -289,7 +289,8 @@ def test_search_refuses_more_than_sixteen_datapoints(capsys):
 
 def _assert_common_and_all_but_one_context_lead_alone(task, max_pathways: int) -> None:
     """The search's fastest orbit is the paper's network: the common pathway and one pathway per
-    context left out (every context but one), alone in front with no Perron-Frobenius violation."""
+    context left out (every context but one), alone in front with no Perron-Frobenius violation;
+    every candidate is pruned or in a raced orbit, and the common pathway is the only leader."""
     report = unique_report(task, max_pathways=max_pathways, patterns="contexts")
     contexts = task.contexts
     assert contexts is not None

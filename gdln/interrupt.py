@@ -13,13 +13,19 @@ Ending the process with ``os._exit`` skips ``finally`` blocks, so the output fil
 leaves no partial output, and a target it had not yet replaced stays as it was.
 
 This module imports nothing of gdln, JAX or SymPy: it is installed before any of them load.
+The ``gdln`` command and ``python -m gdln`` start in :func:`gdln.__main__.main`, which installs
+it before it imports the command line, and :func:`install` sets the Python-level handler before
+it imports anything more (the socket module, the watcher thread). What comes before is the
+interpreter's own start (its ``site`` imports) and the package's ``__init__``, which imports
+only the standard library's ``importlib`` and ``typing``: a Ctrl-C there is Python's own, a
+``KeyboardInterrupt`` or the default exit by signal. The watcher thread, the first thread the
+process starts, is the sign from outside that the handler is in place.
 """
 
 from __future__ import annotations
 
 import os
 import signal
-import socket
 import sys
 import threading
 
@@ -62,7 +68,7 @@ def _handler(signum, frame) -> None:  # runs in the main thread, between bytecod
     _end()
 
 
-def _watch(receiver: socket.socket) -> None:
+def _watch(receiver) -> None:
     while True:
         try:
             data = receiver.recv(64)
@@ -76,7 +82,9 @@ def _watch(receiver: socket.socket) -> None:
 
 class _Installed:
     def __init__(self):
-        self.previous_handler = signal.signal(signal.SIGINT, _handler)
+        self.previous_handler = signal.signal(signal.SIGINT, _handler)  # first: a Ctrl-C from here on is ours
+        import socket  # after the handler: its import (a few ms, more on a busy machine) is covered too
+
         self.receiver, sender = socket.socketpair()
         sender.setblocking(False)  # the C handler never blocks on a full socket
         self.sender = sender
@@ -93,6 +101,8 @@ class _Installed:
         signal.set_wakeup_fd(self.previous_fd)
         signal.signal(signal.SIGINT, self.previous_handler)
         self.sender.close()
+        import socket
+
         try:
             self.receiver.shutdown(socket.SHUT_RDWR)  # wakes the watcher's recv, which then returns
         except OSError:

@@ -148,6 +148,32 @@ def test_the_site_builds_the_first_time_on_a_fresh_clone_with_the_tutorials_outp
     for notebook in NOTEBOOKS:
         page = (tmp_path / "site" / "notebooks" / notebook.stem / "index.html").read_text(encoding="utf-8")
         assert page.count("jp-OutputArea-output") >= 3, notebook.stem
+        _shows_its_figures_and_equations(page, notebook)
+
+
+def _outputs(page: str) -> list[str]:
+    """The HTML of each output of the tutorial's page, in order."""
+    return re.findall(r'<div class="jp-OutputArea-child[^"]*">(.*?)</div>\s*</div>', page, re.S)
+
+
+def _shows_its_figures_and_equations(page: str, notebook: Path) -> None:
+    """Every figure a tutorial makes is an image on its page, not matplotlib's text stand-in
+    (`<Figure size 720x600 with 1 Axes>`, issue 49), and its equations are LaTeX that MathJax,
+    loaded on the page, renders: no raw document LaTeX (`\\section`, `\\begin{align*}`)."""
+    outputs = _outputs(page)
+    assert outputs, notebook.stem
+    assert not any("&lt;Figure size" in output or "<Figure size" in output for output in outputs), notebook.stem
+    source = notebook.read_text(encoding="utf-8")
+    figures = source.count("_figure(")  # each figure a tutorial draws, e.g. sweep_figure(report)
+    images = [o for o in outputs if re.search(r'<img [^>]*src="(data:image/png;base64,|[^"]+\.png")', o)]
+    assert len(images) == figures, (notebook.stem, len(images), figures)
+    equations = [o for o in outputs if 'data-mime-type="text/latex"' in o]
+    assert len(equations) >= ("Math(" in source), notebook.stem
+    for equation in equations:
+        assert not re.search(r"\\(?:sub)?section|\\begin\{(?:equation|gather|align)\*\}", equation), notebook.stem
+    if equations:
+        (mathjax,) = re.findall(r'<script src="([^"]*)">', page[: page.index("x-mathjax-config")])[-1:]
+        assert "mathjax" in mathjax.lower(), notebook.stem
 
 
 # --- the API page: one docstring style, no Sphinx roles (issue 37) ------------------------------

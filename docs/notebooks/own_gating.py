@@ -75,6 +75,21 @@ for name in ("shared", "separate"):
         print("   ", pathway.name, "singular values", [mode.s for mode in pathway.modes])
 
 # %% [markdown]
+# The coupling shows in the race ODEs of `shared`, as its LaTeX export writes them (`to_latex`,
+# or `gdln derive --latex`): each pathway's strengths `a` are slowed by the others'.
+
+# %%
+import re
+
+from IPython.display import Math, display
+
+from gdln.derive.latex import to_latex
+
+latex = to_latex(gdln.NetworkDerivation(task, "shared"))
+(odes,) = re.findall(r"\\begin\{align\*\}(.*?)\\end\{align\*\}", latex, re.S)[:1]
+display(Math(rf"\begin{{aligned}}{odes}\end{{aligned}}"))
+
+# %% [markdown]
 # ## Race
 #
 # The candidate that reaches 10% of its initial loss first wins, and the derived crossovers

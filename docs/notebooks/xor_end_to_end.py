@@ -52,12 +52,22 @@ print("Delta* =", crossover.expr, "=", float(crossover.expr))
 print("below it", crossover.faster_below, "learns first; above it", crossover.faster_above)
 
 # %% [markdown]
-# The derivation also exports itself as LaTeX, here the first lines:
+# The derivation also exports itself as LaTeX: `to_latex` gives the body that
+# `gdln derive --latex-fragment` writes (`--latex` wraps it into a document). Its last three
+# displayed equations are the race ODE of `xor`'s four pathways (one class of equal modes),
+# its closed form and the loss, shown here as equations (`gather*` and `align*` become
+# `gathered` and `aligned` inside one displayed formula):
 
 # %%
+import re
+
+from IPython.display import Math, display
+
 from gdln.derive.latex import to_latex
 
-print(to_latex(xor)[:600])
+displayed = re.findall(r"\\begin\{(equation|gather|align)\*\}(.*?)\\end\{\1\*\}", to_latex(xor), re.S)
+for environment, body in displayed[-3:]:
+    display(Math(body if environment == "equation" else rf"\begin{{{environment}ed}}{body}\end{{{environment}ed}}"))
 
 # %% [markdown]
 # ## The race
@@ -88,11 +98,13 @@ for network in report.networks:
 # ## The phase diagram
 #
 # The race over 12 values of Delta, checked by training at 4 of them. The figure shows which
-# network wins where, and the derived crossover.
+# network wins where, and the derived crossover. `sweep_figure` returns a matplotlib `Figure`,
+# drawn without pyplot; `%matplotlib inline` lets the notebook's `display` show it as an image.
 
 # %%
+# %matplotlib inline
 from gdln.figures.sweep_figure import sweep_figure
 
 sweep = gdln.sweep_report(task, [gdln.parse_axis("Delta=0.25:4:12", task)], check=4)
 print("agreement:", {k: v for k, v in sweep.agreement.items() if k != "disagree_points"})
-sweep_figure(sweep)
+display(sweep_figure(sweep))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Mapping
+from typing import Any
 
 import sympy
 
@@ -15,8 +16,10 @@ from gdln.derive.algebraic import as_text
 from gdln.derive.crossover import Crossover
 from gdln.derive.derivation import NetworkDerivation
 from gdln.derive.errors import DerivationError
+from gdln.derive.exported_flow import EQUATION, INITIAL, LOSS, flow_blocks, flow_pathways, flow_target_power, reason
 from gdln.derive.spec import Task
 from gdln.numeric.prediction import (
+    REDUCED_FLOW,
     TaskPredictions,
 )
 
@@ -74,6 +77,72 @@ def system_report(system, values: Mapping, summary: bool = False) -> dict:
     }
     if not summary:
         report["loss"] = as_text(system.loss)
+    return report
+
+
+def matrix_entry(matrix: sympy.MatrixBase, values: Mapping) -> dict:
+    """A matrix's exact text and its value at ``values``, a list of rows of floats."""
+    numbers: dict = {}
+    rows = []
+    for i in range(matrix.rows):
+        row = []
+        for j in range(matrix.cols):
+            entry = matrix[i, j]
+            if entry not in numbers:
+                numbers[entry] = number_at(entry, values)
+            row.append(numbers[entry])
+        rows.append(row)
+    return {"expr": as_text(matrix), "value": rows}
+
+
+def flow_system_report(derivation: NetworkDerivation, values: Mapping, summary: bool = False) -> dict:
+    """The reduced flow that ``gdln race`` integrates (:mod:`derive.exported_flow`) as JSON, where
+    the mode strengths do not reduce exactly. ``summary``: names and shapes, no matrices."""
+    pathways = flow_pathways(derivation)
+    names = [p.name for p in pathways]
+    variables = [
+        {"name": f"W({p.name},{e + 1})", "pathway": p.name, "layer": e + 1, "shape": list(shape)}
+        for p in pathways
+        for e, shape in enumerate(p.layer_shapes())
+    ]
+    coupling = []
+    for block in flow_blocks(derivation):
+        entry: dict[str, Any] = {
+            "name": f"Sigma_x({names[block.row]}, {names[block.column]})",
+            "row": names[block.row],
+            "column": names[block.column],
+            "shape": [block.matrix.rows, block.matrix.cols],
+        }
+        coupling.append(entry if summary else entry | matrix_entry(block.matrix, values))
+    flow_pathway_entries = []
+    for p in pathways:
+        entry = {
+            "name": p.name,
+            "depth": p.depth,
+            "width": p.width,
+            "units": p.units,
+            "inputs": list(p.inputs),
+            "outputs": list(p.outputs),
+        }
+        if not summary:
+            entry |= {
+                "sigma_yx": {"name": f"Sigma_yx({p.name})", **matrix_entry(p.sigma_yx, values)},
+                "u": {"name": f"U({p.name})", **matrix_entry(p.u, values)},
+                "v": {"name": f"V({p.name})", **matrix_entry(p.v, values)},
+            }
+        flow_pathway_entries.append(entry)
+    report = {
+        "kind": REDUCED_FLOW,
+        "equation": EQUATION,
+        "variables": variables,
+        "coupling": coupling,
+        "reason": reason(derivation),
+        "pathways": flow_pathway_entries,
+        "initial": INITIAL,
+        "outputs": derivation.task.num_outputs,
+    }
+    if not summary:
+        report |= {"target_power": value_entry(flow_target_power(derivation), values), "loss": LOSS}
     return report
 
 
@@ -204,6 +273,8 @@ def derive_report(
     models = models or TaskPredictions(task)
     values = task.values(overrides)
     derivation = models.derivation(task.network(network).name)
+    # where the race integrates the reduced flow, that flow is the system exported
+    flow = models.prediction(derivation.network.name).kind == REDUCED_FLOW
     closed = derivation.closed_forms
     pathways = []
     position = 0
@@ -226,7 +297,7 @@ def derive_report(
                 "sigma_x": as_text(pathway_derivation.sigma_x),
                 "singular_values": [value_entry(m.s, values) for m in pathway_derivation.modes],
                 "input_variances": [value_entry(m.d, values) for m in pathway_derivation.modes],
-                "odes": [as_text(r) for r in rates],
+                "odes": None if flow else [as_text(r) for r in rates],
                 "closed_form": None if closed_forms is None else [as_text(c) for c in closed_forms],
             }
         pathways.append(entry)
@@ -235,13 +306,15 @@ def derive_report(
     named = coupling_number_entries(derivation, values, summary)
     loss = {"closed_form": derivation.loss is not None, "initial": value_entry(derivation.initial_loss, values)}
     if not summary:
-        loss = {"expr": as_text(loss_expression(derivation)), **loss}
+        loss = {"expr": LOSS if flow else as_text(loss_expression(derivation)), **loss}
     return DeriveReport.from_json(
         {
             "network": derivation.network.name,
             "parameters": parameter_entry(values),
             "pathways": pathways,
-            "system": system_report(derivation.reduced_system, values, summary),
+            "system": flow_system_report(derivation, values, summary)
+            if flow
+            else system_report(derivation.reduced_system, values, summary),
             "assumptions": derivation.assumptions,
             "loss": loss,
             "speed": value_entry(derivation.speed, values),

@@ -11,6 +11,7 @@ import sympy
 
 from .. import formulas, implicit
 from ..algebraic import CouplingNumber, as_text
+from ..exported_flow import flow_blocks, flow_pathways, integrates_reduced_flow
 from ..modes import tidy
 from ..symbols import TAU, TIME
 from ..words import join, plural
@@ -60,6 +61,9 @@ def _equation(lhs: str, growth: str, drive: str, terms: list[str], product: str 
 # --- the reduced system -------------------------------------------------------------------------------
 def reduced_system(doc: Document, derivation, level: str) -> str:
     lines = [heading(level, "Reduced dynamics")]
+    if integrates_reduced_flow(derivation):
+        lines.append(_flow(doc, derivation))
+        return "".join(lines)
     lines.append(
         doc.once(
             "race",
@@ -78,6 +82,100 @@ def reduced_system(doc: Document, derivation, level: str) -> str:
     )
     system = derivation.reduced_system
     lines.append(_groups(doc, derivation) if system.kind == "groups" else _modes(doc, derivation))
+    return "".join(lines)
+
+
+def _chain(p: int, first: int, last: int) -> str:
+    """The product ``W_{p,last} ... W_{p,first}`` in LaTeX (``first <= last``)."""
+    if first == last:
+        return f"W_{{{p},{first}}}"
+    if last == first + 1:
+        return f"W_{{{p},{last}}} W_{{{p},{first}}}"
+    return f"W_{{{p},{last}}} \\cdots W_{{{p},{first}}}"
+
+
+def _transposed(p: int, first: int, last: int) -> str:
+    """The transpose of :func:`_chain`, in parentheses where it is a product."""
+    return f"{_chain(p, first, last)}^\\top" if first == last else f"({_chain(p, first, last)})^\\top"
+
+
+def _flow(doc: Document, derivation) -> str:
+    """The reduced flow (:mod:`derive.exported_flow`), where the mode strengths do not reduce
+    exactly: the system ``gdln race`` integrates, with its coupling blocks by name."""
+    pathways = flow_pathways(derivation)
+    numbers = [doc.numbers[p.name] for p in pathways]
+    count = len(pathways)
+    outputs = derivation.task.num_outputs
+    every = [list(p.outputs) == list(range(outputs)) for p in pathways]
+    lines = [
+        "The mode strengths do not reduce exactly here ("
+        + (
+            "Assumption 2.1.1 fails"
+            if derivation.diagonalisation_failures
+            else "the pathways interact and have no closed form: their modes need not keep a shared basis"
+        )
+        + "), so the system is the reduced flow: the exact gradient flow (THEORY Eq.~3) on each pathway's "
+        "chain of weights $W_{p,1}, \\dots, W_{p,D_p}$, written with the effective correlations above. It is the "
+        "system \\texttt{gdln race} integrates. With $W_p = W_{p,D_p} \\cdots W_{p,1}$ and $E_p$ the matrix that "
+        f"places the outputs of pathway $p$ among all {outputs} outputs ($E_p^\\top E_q = I$ where both write every "
+        "output):\n"
+        + Document.display(
+            [
+                "\\tau \\dot W_{p,e} = \\bigl(W_{p,D_p} \\cdots W_{p,e+1}\\bigr)^\\top G_p "
+                "\\bigl(W_{p,e-1} \\cdots W_{p,1}\\bigr)^\\top, \\quad e = 1, \\dots, D_p",
+                "G_p = \\Sigma^{yx}(p) - \\sum_q E_p^\\top E_q\\, W_q\\, \\Sigma^x(q, p)",
+            ]
+        )
+    ]
+    blocks = flow_blocks(derivation)
+    gradients, rates = [], []
+    for position, pathway in enumerate(pathways):
+        p = numbers[position]
+        terms = []
+        for block in blocks:
+            if block.column != position:
+                continue
+            q = numbers[block.row]
+            overlap = "" if every[block.row] and every[position] else f"E_{{{p}}}^\\top E_{{{q}}} "
+            sigma = f"\\Sigma^x({p})" if block.row == position else f"\\Sigma^x({q}, {p})"
+            terms.append(f" - {overlap}W_{{{q}}} {sigma}")
+        gradients.append(f"G_{{{p}}} &= \\Sigma^{{yx}}({p})" + "".join(terms))
+        depth = pathway.depth
+        for e in range(1, depth + 1):
+            after = f"{_transposed(p, e + 1, depth)} " if e < depth else ""
+            before = f" {_transposed(p, 1, e - 1)}" if e > 1 else ""
+            rates.append(f"\\tau \\dot W_{{{p},{e}}} = {after}G_{{{p}}}{before}")
+    lines.append(
+        f"Written out {'pathway by pathway' if count > 1 else 'for the one pathway'}, with the coupling blocks $\\Sigma^x(p)$ and "
+        "$\\Sigma^x(q, p) = \\Sigma^x(p, q)^\\top$ of the effective correlations above (pairs not listed "
+        "share no datapoint or output, and add nothing):\n"
+        + "\\begin{align*}\n"
+        + " \\\\\n".join(gradients)
+        + "\n\\end{align*}\n"
+        + Document.display(Document.rows(rates))
+    )
+    shapes = []
+    for position, pathway in enumerate(pathways):
+        p = numbers[position]
+        shapes.append(
+            ", ".join(
+                f"$W_{{{p},{e + 1}}}$ (${rows} \\times {cols}$)"
+                for e, (rows, cols) in enumerate(pathway.layer_shapes())
+            )
+        )
+    lines.append(
+        "Each chain has one hidden unit per mode of its pathway: "
+        + join(shapes)
+        + ". Each starts balanced on its pathway's modes, the state silent alignment leaves: with "
+        "$U_p = [u_{p,1}, u_{p,2}, \\dots]$ and $V_p = [v_{p,1}, v_{p,2}, \\dots]$ the singular vectors of "
+        "$\\Sigma^{yx}(p)$ and $r_p = a_p(0)^{1/D_p}$,\n"
+        + Document.display(
+            "W_{p,1}(0) = r_p V_p^\\top, \\quad W_{p,e}(0) = r_p I \\;(1 < e < D_p), \\quad "
+            "W_{p,D_p}(0) = r_p U_p, \\quad \\text{so } W_p(0) = a_p(0)\\, U_p V_p^\\top"
+        )
+        + "where \\texttt{gdln race} takes $a_p(0) = H_p \\sigma^2 / 2$ for a pathway of $H_p$ units at initial "
+        "scale $\\sigma$.\n\n"
+    )
     return "".join(lines)
 
 
@@ -331,6 +429,13 @@ def loss(doc: Document, derivation, level: str) -> str:
     names = doc.names
     lines = [heading(level, "Loss")]
     initial = math(simplified(derivation.initial_loss), names)
+    if integrates_reduced_flow(derivation):
+        lines.append(
+            "Along the flow, $L = L_0 - \\sum_p \\operatorname{tr}\\bigl(W_p^\\top \\Sigma^{yx}(p)\\bigr) + \\tfrac12 "
+            "\\sum_{p,q} \\operatorname{tr}\\bigl(W_p^\\top E_p^\\top E_q\\, W_q\\, \\Sigma^x(q, p)\\bigr)$, where "
+            f"$L_0 = \\tfrac12 \\operatorname{{tr}} \\langle y y^\\top \\rangle = {initial}$ is the loss at zero weights.\n\n"
+        )
+        return "".join(lines)
     if system.kind == "groups":
         lines.append(
             "With aligned weights, $L(b) = L_0 - \\sum_i m_i s_i b_i + \\tfrac12 \\sum_{i,j} m_i C_{ij}\\, b_i b_j$, "

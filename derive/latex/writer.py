@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 import sympy
 
 from .. import implicit
+from ..exported_flow import integrates_reduced_flow
 from ..words import join, plural
 from . import dynamics
 from .document import Document, heading
@@ -314,7 +315,11 @@ def _assumptions(doc: Document, derivation, level: str) -> str:
             lines.append(
                 "The group reduction, one trajectory per symmetric group and class, is not exact: "
                 + "; ".join(in_words(f, number) for f in reduction.failures)
-                + ". The system below therefore keeps one equation per mode.\n"
+                + (
+                    ". The system below is therefore the reduced flow of the pathways' weights.\n"
+                    if integrates_reduced_flow(derivation)
+                    else ". The system below therefore keeps one equation per mode.\n"
+                )
             )
         elif derivation.cross_correlations or groups:
             lines.append(

@@ -19,13 +19,18 @@ def _render_derive_full(report, pathway_equations: list[list[dict]], loss_equati
         print(f"    Sigma_x  = {p['sigma_x']}")
         for k, (s, d) in enumerate(zip(p["singular_values"], p["input_variances"])):
             print(f"    mode {k}: s = {value_text(s, 's')}, d = {value_text(d, whole=True)}")
+            if p["odes"] is None:  # the reduced flow, below, is the system: no mode ODE is
+                continue
             print(indented(equations[k]["ode"], "      "))
             if equations[k]["closed_form"]:
                 print(indented(equations[k]["closed_form"], "      "))
     system = report["system"]
-    print(f"  reduced system ({system['kind']}): {system['equation']}")
-    for c in system["coupling"]:
-        print(f"    C[{c['row']}, {c['column']}] = {value_text(c, whole=True)}")
+    if system["kind"] == "reduced flow":
+        _render_flow(system, "  ", full=True)
+    else:
+        print(f"  reduced system ({system['kind']}): {system['equation']}")
+        for c in system["coupling"]:
+            print(f"    C[{c['row']}, {c['column']}] = {value_text(c, whole=True)}")
     a = report["assumptions"]
     print(
         f"  mutually diagonalisable: {yes_no(a['mutually_diagonalisable'])}; pathways interact: {yes_no(a['pathways_interact'])}"
@@ -33,8 +38,33 @@ def _render_derive_full(report, pathway_equations: list[list[dict]], loss_equati
     for failure in a["failures"]:
         print(f"    {failure}")
     print("  loss")
-    print(indented(loss_equation, "    "))
+    print(indented(loss_equation if system["kind"] != "reduced flow" else system["loss"], "    "))
     print(f"  speed (largest singular value s) = {value_text(report['speed'], 's')}")
+
+
+def _render_flow(system, indent: str, *, full: bool = False) -> None:
+    """The reduced flow that ``gdln race`` integrates, where the mode strengths do not reduce
+    exactly: its equation, state, initial condition and coupling blocks (``full``: their matrices)."""
+    print(f"{indent}reduced system: the reduced flow on each pathway's weight chain, what gdln race integrates")
+    print(f"{indent}  (the mode strengths do not reduce exactly: {system['reason']})")
+    equation, gradient = system["equation"].split(", G(p) = ", 1)
+    print(f"{indent}  {equation},")
+    print(f"{indent}  G(p) = {gradient}; E_p places pathway p's target features among all {system['outputs']}")
+    layers = ", ".join(f"{v['name']} {v['shape'][0]}x{v['shape'][1]}" for v in system["variables"])
+    print(f"{indent}  state: {layers}")
+    print(f"{indent}  from {system['initial']}")
+    print(f"{indent}  U(p), V(p): the modes of Sigma_yx(p) above, one column each")
+    blocks = "; ".join(f"{c['name']} {c['shape'][0]}x{c['shape'][1]}" for c in system["coupling"])
+    if not full:
+        print(f"{indent}  coupling blocks: {blocks} (--full or --json lists them)")
+        return
+    print(f"{indent}  coupling blocks:")
+    for c in system["coupling"]:
+        print(f"{indent}    {c['name']} = {c['expr']}")
+    for p in system["pathways"]:
+        print(f"{indent}  {p['u']['name']} = {p['u']['expr']}")
+        print(f"{indent}  {p['v']['name']} = {p['v']['expr']}")
+    print(f"{indent}  tr<yy^T> = {value_text(system['target_power'])}")
 
 
 def _render_derive(report, variable_equations: list[dict]):
@@ -68,6 +98,8 @@ def _render_derive(report, variable_equations: list[dict]):
             print(indented(equations["ode"], "    "))
             if equations["closed_form"]:
                 print(indented(equations["closed_form"], "    "))
+    elif system["kind"] == "reduced flow":
+        _render_flow(system, "")
     else:
         why = "; ".join(a["shared_basis_failures"] or a["failures"][:1]) or "no shared trajectories"
         print(f"reduced system: one strength per mode ({len(variables)} modes; group reduction not exact: {why})")

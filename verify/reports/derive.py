@@ -22,12 +22,17 @@ class DeriveReport(Report):
             words), ``shape`` (of its ``Sigma_yx``), ``rank``, ``depth`` and ``classes`` (its
             singular classes: ``s``, ``multiplicity``, ``d``, ``kind``, ``degree``); outside the
             summary also ``sigma_yx``, ``sigma_x``, ``singular_values``, ``input_variances``,
-            ``odes`` and ``closed_form`` (``None`` without closed forms).
+            ``odes`` (``None`` where the system is the reduced flow) and ``closed_form``
+            (``None`` without closed forms).
         system: the reduced system: ``kind`` (``groups`` where the group reduction is exact,
             else ``modes``), ``equation``, ``variables`` (``name``, ``label``, ``multiplicity``,
             ``depth``, ``s``, ``d``; ``ode`` and ``closed_form`` where written), ``coupling`` (the
             non-zero entries of ``C``: ``row``, ``column``, and ``expr``/``value`` outside the
-            summary) and, outside the summary, ``loss``.
+            summary) and, outside the summary, ``loss``. Where the race integrates the reduced
+            flow, ``kind`` is ``reduced flow`` and the system is that flow: ``variables`` its
+            layers, ``coupling`` its named blocks ``Sigma_x(q, p)``, with ``reason``,
+            ``pathways``, ``initial``, ``outputs`` and, outside the summary, ``target_power``
+            (docs/json.md).
         assumptions: the theory's assumptions and where they fail: ``mutually_diagonalisable``,
             ``pathways_interact``, ``closed_form``, ``failures``, ``symmetric_groups`` and more.
         loss: ``closed_form`` (whether the loss has one), ``initial`` (the loss at zero
@@ -77,6 +82,8 @@ class DeriveReport(Report):
         reduction = (
             f"{plural(len(system['variables']), 'shared trajectory', 'shared trajectories')} (exact group reduction)"
             if system["kind"] == "groups"
+            else f"the reduced flow on each pathway's weight chain ({len(system['variables'])} layers)"
+            if system["kind"] == "reduced flow"
             else f"one strength per mode ({len(system['variables'])} modes)"
         )
         closed = "yes" if self.assumptions.get("closed_form") else "no"

@@ -73,24 +73,24 @@ def test_derive_gives_algebraic_numbers_by_value_kind_and_degree(capsys, algebra
     (speed,) = [line for line in lines if line.startswith("speed")]
     check_value(speed, report["speed"])
     assert "s^2 of degree 3" in speed  # the speed is a singular value: its square is the root
-    couplings = re.search(r"C with diagonal d and (\d+) non-zero couplings?", text)
-    assert int(couplings.group(1)) == len(report["system"]["coupling"])
+    # the pathways interact with no closed form: the system is the reduced flow the race integrates
+    assert report["system"]["kind"] == "reduced flow"
+    blocks = re.search(r"coupling blocks: (.*) \(--full or --json lists them\)", text).group(1).split("; ")
+    assert [b.rsplit(" ", 1)[0] for b in blocks] == [c["name"] for c in report["system"]["coupling"]]
 
 
-def test_derive_full_names_the_loss_roots_by_value(capsys, algebraic_spec):
-    """``--full`` prints the loss with each algebraic coefficient as a named value, never its
-    CRootOf polynomial; each named value is a root in the JSON's exact loss."""
+def test_derive_full_names_no_root_by_its_polynomial(capsys, algebraic_spec):
+    """``--full`` of a network whose system is the reduced flow prints its loss and blocks, and
+    never an algebraic number's CRootOf polynomial: the modes ``U(p)``, ``V(p)`` in such numbers
+    are left to the JSON, which holds them exactly."""
     text, report = text_and_json(capsys, "derive", str(algebraic_spec), "--network", "common+2", "--full")
-    assert "CRootOf" in report["loss"]["expr"] and "CRootOf" not in text
-    # the state names (a_common+2.common.0) are not SymPy text: read the roots alone
-    exact = {
-        sympy.CRootOf(sympy.sympify(poly), int(k))
-        for poly, k in re.findall(r"CRootOf\(([^()]*), (\d+)\)", report["loss"]["expr"])
-    }
+    system = report["system"]
+    assert system["kind"] == "reduced flow" and report["loss"]["expr"] == system["loss"]
+    assert "CRootOf" in json.dumps(system["pathways"]) and "CRootOf" not in text
     loss = text.split("\n  loss\n", 1)[1].splitlines()
-    (where,) = [line for line in loss[:2] if line.strip().startswith("where r1 =")]
-    named = [float(value) for value in re.findall(rf"r\d+ = ({NUMBER}) \(algebraic of degree \d+\)", where)]
-    assert sorted(named) == pytest.approx(sorted(float(r) for r in exact), rel=1e-9)
+    assert loss[0].strip() == system["loss"]
+    for block in system["coupling"]:
+        assert f"{block['name']} = {block['expr']}" in text
 
 
 def test_race_and_unique_on_algebraic_speeds(capsys, algebraic_spec):

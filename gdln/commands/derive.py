@@ -62,8 +62,13 @@ def _render_flow(system, indent: str, *, full: bool = False) -> None:
     for c in system["coupling"]:
         print(f"{indent}    {c['name']} = {c['expr']}")
     for p in system["pathways"]:
-        print(f"{indent}  {p['u']['name']} = {p['u']['expr']}")
-        print(f"{indent}  {p['v']['name']} = {p['v']['expr']}")
+        for matrix in (p["u"], p["v"]):
+            if "CRootOf" in matrix["expr"]:  # algebraic numbers are never printed as their polynomial
+                print(
+                    f"{indent}  {matrix['name']}: in algebraic numbers with no radical form (--json gives it exactly)"
+                )
+            else:
+                print(f"{indent}  {matrix['name']} = {matrix['expr']}")
     print(f"{indent}  tr<yy^T> = {value_text(system['target_power'])}")
 
 

@@ -16,6 +16,7 @@ import os
 import shlex
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -107,11 +108,17 @@ def command_line(entry: Entry) -> str:
 
 
 def regenerate(entry: Entry) -> Path:
-    """Run the entry's command from the repository root and write its Markdown."""
+    """Run the entry's command from the repository root and write its Markdown, under the
+    command line, the date, the machine's CPU cores and load, and the command's wall-clock time
+    (the README quotes the phase diagram's, checked by ``tests/test_docs.py``)."""
+    load = os.getloadavg()[0]  # other jobs' load, which slows the command on a shared machine
+    start = time.perf_counter()
     result = subprocess.run(entry.argv(), cwd=ROOT, capture_output=True, text=True, env=os.environ.copy())
+    seconds = time.perf_counter() - start
     if result.returncode != 0:
         raise SystemExit(f"{command_line(entry)} failed ({result.returncode}):\n{result.stderr.strip()}")
-    measured = f"measured {datetime.date.today().isoformat()} on {os.cpu_count()} CPU cores"
+    machine = f"{os.cpu_count()} CPU cores, load average {load:.1f} before it ran"
+    measured = f"measured {datetime.date.today().isoformat()} on {machine}, {seconds:.1f} s wall-clock"
     text = f"{HEADER}\n`{command_line(entry)}` ({measured})\n\n{result.stdout.strip()}\n"
     path = FOLDER / f"{entry.name}.md"
     path.write_text(text, encoding="utf-8")

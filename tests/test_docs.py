@@ -91,3 +91,19 @@ def test_limits_table_gives_the_numbers_of_the_code():
     assert not wrong, (wrong, rows)
     # every row is checked above: a limit added to the table names its constant here
     assert set(rows) == {row for row, _ in expected}
+
+
+def test_readme_times_the_phase_diagram_as_the_results_page_measured_it():
+    """The README's time for the command under its figure is the Results page's entry for the
+    same command (with ``--markdown`` for ``--plot``), as ``python -m bench.results xor-phase-init``
+    measured it: seconds, cores and date (issue 49: the README said 7-10 s where it took a minute)."""
+    from bench.results import ENTRIES, FOLDER, command_line
+
+    (entry,) = [e for e in ENTRIES if e.name == "xor-phase-init"]
+    line = (FOLDER / f"{entry.name}.md").read_text(encoding="utf-8").splitlines()[1]
+    found = re.search(r"\(measured (\S+) on (\d+) CPU cores, load average ([\d.]+) .*, ([\d.]+) s wall-clock\)$", line)
+    assert found, line
+    date, cores, load, seconds = found.groups()
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    command = command_line(entry).replace("--markdown", "--plot phase.png")
+    assert f"`{command}`, in {round(float(seconds))} s on {cores} cores (load average {load}, measured {date}" in readme

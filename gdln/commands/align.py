@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from gdln.derive.spec.limits import MAX_SEEDS
 from gdln.verify.files import SPEC_SUFFIXES
 
-from .arguments import load, with_spec
+from .arguments import load, training_settings, with_spec
 from .output import append_network, check_output, emit
 
 
@@ -23,11 +24,11 @@ def cmd_align(args):
     task = load(args)
     report, network_toml = align_report(task, seeds=args.seeds)
     report = append_network(args, network_toml, report)
-    emit(report, args.json, _render_align, fixed=task.fixed)
+    emit(report, args.json, _render_align, fixed=task.fixed, training=training_settings(args))
 
 
 def add_parser(sub) -> None:
     p = with_spec(sub, "align", "the alignment phase of the ReLU network: settled gate patterns (no training)")
-    p.add_argument("--seeds", type=int, help="number of seeds (0, 1, ...)")
+    p.add_argument("--seeds", type=int, help=f"number of seeds (1 to {MAX_SEEDS}; default: the spec's)")
     p.add_argument("--write-spec", metavar="FILE", help="write the spec with the patterns' GDLN added as a network")
     p.set_defaults(run=cmd_align)

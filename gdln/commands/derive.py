@@ -5,7 +5,7 @@ from __future__ import annotations
 from gdln.derive.words import plural
 from gdln.verify.files import LATEX_SUFFIXES
 
-from .arguments import load, with_spec
+from .arguments import load, training_settings, with_spec
 from .output import ALGEBRAIC_NOTE, check_output, emit, has_algebraic, indented, value_text, write_output, yes_no
 
 
@@ -99,7 +99,8 @@ def _render_derive(report, variable_equations: list[dict]):
             f"(exact group reduction), {system['equation']}"
         )
         for v, equations in zip(variables, variable_equations):
-            print(f"  {v['name']}: {v['label']}; {plural(v['multiplicity'], 'mode')} follow it")
+            verb = "follows" if v["multiplicity"] == 1 else "follow"
+            print(f"  {v['name']}: {v['label']}; {plural(v['multiplicity'], 'mode')} {verb} it")
             print(indented(equations["ode"], "    "))
             if equations["closed_form"]:
                 print(indented(equations["closed_form"], "    "))
@@ -186,7 +187,7 @@ def cmd_derive(args):
             shared = entries["system"]["kind"] == "groups"
             _render_derive(entries, equations.summary_equations(task, args.network, models, style) if shared else [])
 
-    emit(report, args.json, render, fixed=task.fixed)
+    emit(report, args.json, render, fixed=task.fixed, training=training_settings(args))
 
 
 def _derive_shared(task, args):
@@ -210,7 +211,7 @@ def _derive_shared(task, args):
         if len(r["odes"]) > 3 * r["modes"]:
             print(f"  ... {len(r['odes'])} ODEs in all (--json lists them)")
 
-    emit(report, args.json, render, fixed=task.fixed)
+    emit(report, args.json, render, fixed=task.fixed, training=training_settings(args))
 
 
 def add_parser(sub) -> None:

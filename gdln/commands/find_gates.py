@@ -6,7 +6,7 @@ from gdln.derive.errors import SpecError
 from gdln.derive.words import plural
 from gdln.verify.files import SPEC_SUFFIXES
 
-from .arguments import load, with_spec
+from .arguments import load, training_settings, with_spec
 from .output import append_network, check_output, emit
 
 MAX_CLUSTERS = 64
@@ -37,7 +37,7 @@ def cmd_find_gates(args):
         task, clusters=counts, seeds=args.seeds, snapshots=args.snapshots, epochs=args.epochs
     )
     report = append_network(args, network_toml, report)
-    emit(report, args.json, _render_find_gates, fixed=task.fixed)
+    emit(report, args.json, _render_find_gates, fixed=task.fixed, training=training_settings(args))
 
 
 def _render_find_gates(report):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from gdln.derive.errors import SpecError
 
-from .arguments import load, with_spec
+from .arguments import load, training_settings, with_spec
 from .output import emit
 from .patterns import datapoint_indices, numeric_inputs
 
@@ -33,6 +33,7 @@ def cmd_lemma(args):
         args.json,
         lambda r: print(f"{r['realizable']} realizable patterns of {r['datapoints']} datapoints: {r['by_group']}"),
         fixed=task.fixed,
+        training=training_settings(args),
     )
 
 

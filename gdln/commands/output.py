@@ -13,20 +13,26 @@ from gdln.verify.files import SPEC_SUFFIXES, check_writable, finite_json, write_
 from gdln.verify.reports import AlignReport, FindGatesReport, Report, is_number
 
 
-def emit(report: Report | dict, as_json: bool, render, *, markdown: bool = False, fixed=None) -> None:
+def emit(report: Report | dict, as_json: bool, render, *, markdown: bool = False, fixed=None, training=None) -> None:
     """Print ``report`` as JSON (a typed report's ``to_json()``), as Markdown tables
     (``--markdown``: the report's own Jupyter form, ``verify.reports``) or as text (``render``,
     given the JSON dictionary). ``fixed``: the parameters ``--set``
     fixed before deriving (``Task.fixed``), said in every form: a ``fixed`` entry of the JSON
-    (exact SymPy text by name), a first line of the text and of the Markdown."""
+    (exact SymPy text by name), a first line of the text and of the Markdown. ``training``: the
+    training settings ``--set`` gave (``arguments.training_settings``), said the same way: a
+    ``training_overrides`` entry of the JSON (numbers by name) and a first line."""
     fixed_text = {name: str(value) for name, value in (fixed or {}).items()}
-    said = "fixed before deriving: " + ", ".join(f"{name} = {value}" for name, value in fixed_text.items())
+    said = []
+    if fixed_text:
+        said.append("fixed before deriving: " + ", ".join(f"{name} = {value}" for name, value in fixed_text.items()))
+    if training:
+        said.append("training settings from --set: " + ", ".join(f"{k} = {v:g}" for k, v in training.items()))
     if markdown:
         table = getattr(report, "_repr_markdown_", None)
         if table is None:  # a command's own dictionary (not a typed report) has no table form
             raise SpecError("--markdown", "report", "this report has no Markdown form: use --json")
-        if fixed_text:
-            print(said + "\n")
+        if said:
+            print("\n\n".join(said) + "\n")
         print(table())
         return
     if isinstance(report, Report):
@@ -39,11 +45,13 @@ def emit(report: Report | dict, as_json: bool, render, *, markdown: bool = False
             clean["non_finite"] = replaced
         if fixed_text:
             clean["fixed"] = fixed_text
+        if training:
+            clean["training_overrides"] = dict(training)
         json.dump(clean, sys.stdout, indent=2, allow_nan=False)
         sys.stdout.write("\n")
     else:
-        if fixed_text:
-            print(said)
+        for line in said:
+            print(line)
         render(report)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from gdln.verify.reports import predicted_validity_text
 
-from .arguments import load, with_spec
+from .arguments import load, training_settings, with_spec
 from .output import ALGEBRAIC_NOTE, emit, has_algebraic, number_text, parameters_line, percent, value_text
 
 
@@ -82,7 +82,14 @@ def cmd_race(args):
     if any(network.shared for network in task.networks):
         from gdln.verify.graphs import shared_race_report
 
-        emit(shared_race_report(task), args.json, _render_shared_race, markdown=args.markdown, fixed=task.fixed)
+        emit(
+            shared_race_report(task),
+            args.json,
+            _render_shared_race,
+            markdown=args.markdown,
+            fixed=task.fixed,
+            training=training_settings(args),
+        )
         return
     emit(
         race_report(task, staged=args.staged, predict_validity=args.predicted_validity),
@@ -90,6 +97,7 @@ def cmd_race(args):
         _render_race,
         markdown=args.markdown,
         fixed=task.fixed,
+        training=training_settings(args),
     )
 
 

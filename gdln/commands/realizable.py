@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .arguments import load, with_spec
+from .arguments import load, training_settings, with_spec
 from .output import emit
 from .patterns import datapoint_indices, numeric_inputs
 
@@ -21,6 +21,7 @@ def cmd_realizable(args):
             f"pattern {r['pattern']}: {'realizable, w = ' + str(r['witness']) if r['realizable'] else 'not realizable by one ReLU unit without bias'}"
         ),
         fixed=task.fixed,
+        training=training_settings(args),
     )
 
 

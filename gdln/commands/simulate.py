@@ -5,7 +5,7 @@ from __future__ import annotations
 from gdln.derive.words import plural
 from gdln.verify.files import CURVES_SUFFIXES
 
-from .arguments import add_training_arguments, load, with_spec
+from .arguments import add_training_arguments, load, training_settings, with_spec
 from .output import check_output, emit, number_text
 
 
@@ -26,7 +26,7 @@ def cmd_simulate(args):
     if args.model != "relu":
         task.network(args.model)
     report = simulate_report(task, args.model, seeds=args.seeds, epochs=args.epochs, out=args.out, dtype=args.dtype)
-    emit(report, args.json, _render_simulate, fixed=task.fixed)
+    emit(report, args.json, _render_simulate, fixed=task.fixed, training=training_settings(args))
 
 
 def add_parser(sub) -> None:
@@ -37,7 +37,7 @@ def add_parser(sub) -> None:
         "--dtype",
         choices=["float64", "float32"],
         default="float64",
-        help="what the ReLU network trains in (float32 follows float64 to 1e-4 of the initial loss; README)",
+        help="what the ReLU network trains in (float32 follows float64 to 1e-4 of the initial loss on the papers' tasks: docs/performance.md)",
     )
     add_training_arguments(p)
     p.set_defaults(run=cmd_simulate)

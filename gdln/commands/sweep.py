@@ -7,7 +7,7 @@ import sys
 from gdln.derive.errors import SpecError
 from gdln.verify.files import PLOT_SUFFIXES
 
-from .arguments import load, with_spec
+from .arguments import load, training_settings, with_spec
 from .output import check_output, emit, value_text
 from .processes import add_process_arguments
 
@@ -19,6 +19,9 @@ def cmd_sweep(args):
     check_output(args.plot, "--plot", PLOT_SUFFIXES)  # before any work
     task = load(args).with_training(seeds=args.seeds)
     axes = [parse_axis(text, task) for text in args.grid]
+    clash = [axis.name for axis in axes if axis.name in training_settings(args)]
+    if clash:  # as sweep_report refuses a parameter given both ways
+        raise SpecError("--grid", clash[0], "is both an axis and a --set value")
     if args.check < 0:
         raise SpecError("--check", str(args.check), "must be 0 or a positive number of points")
     report = sweep_report(task, axes, check=args.check, agf=args.agf)
@@ -29,7 +32,7 @@ def cmd_sweep(args):
 
         write_sweep_figure(report, args.plot, "--plot")
         print(f"wrote {args.plot}", file=sys.stderr)
-    emit(report, args.json, _render_sweep, markdown=args.markdown, fixed=task.fixed)
+    emit(report, args.json, _render_sweep, markdown=args.markdown, fixed=task.fixed, training=training_settings(args))
 
 
 def _render_sweep(report):

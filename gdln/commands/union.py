@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .arguments import load, with_spec
+from .arguments import load, training_settings, with_spec
 from .output import emit
 
 
@@ -20,7 +20,7 @@ def cmd_union(args):
             )
 
     task = load(args)
-    emit(union_report(task, epochs=args.epochs), args.json, render, fixed=task.fixed)
+    emit(union_report(task, epochs=args.epochs), args.json, render, fixed=task.fixed, training=training_settings(args))
 
 
 def add_parser(sub) -> None:

@@ -7,7 +7,7 @@ import math
 from gdln.derive.errors import SpecError
 from gdln.derive.words import plural
 
-from .arguments import load, with_spec
+from .arguments import load, training_settings, with_spec
 from .output import emit, number_text
 
 
@@ -53,6 +53,7 @@ def cmd_unique(args):
         render,
         markdown=args.markdown,
         fixed=task.fixed,
+        training=training_settings(args),
     )
 
 

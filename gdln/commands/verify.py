@@ -5,7 +5,7 @@ from __future__ import annotations
 from gdln.derive.words import plural
 from gdln.verify.reports import agf_text, predicted_validity_text, resolution_text, validity_text
 
-from .arguments import add_training_arguments, load, with_spec
+from .arguments import add_training_arguments, load, training_settings, with_spec
 from .output import emit, number_text, parameters_line
 
 TIME_FLAGS = {"descent": "gradient descent", "flow": "gradient flow"}
@@ -71,6 +71,7 @@ def cmd_verify(args):
             _render_graph_verify,
             markdown=args.markdown,
             fixed=task.fixed,
+            training=training_settings(args),
         )
         return
     report = verify_report(
@@ -81,7 +82,7 @@ def cmd_verify(args):
         time_model=None if args.time is None else TIME_FLAGS[args.time],
         agf=args.agf,
     )
-    emit(report, args.json, _render_verify, markdown=args.markdown, fixed=task.fixed)
+    emit(report, args.json, _render_verify, markdown=args.markdown, fixed=task.fixed, training=training_settings(args))
 
 
 def _render_graph_verify(report):

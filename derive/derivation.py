@@ -13,7 +13,7 @@ from functools import cached_property, partial
 
 import sympy
 
-from . import algebraic, formulas
+from . import algebraic, exceptional, formulas
 from .correlations import output_overlap, sigma_x, sigma_yx, target_power
 from .errors import DerivationError
 from .float_modes import (
@@ -24,7 +24,7 @@ from .float_modes import (
     float_sigma_x,
     float_sigma_yx,
 )
-from .modes import FLOAT_ZERO, PRECISION_DIGITS, Mode, find_modes, singular_values, tidy, vanishes
+from .modes import FLOAT_ZERO, PRECISION_DIGITS, Mode, _blocks, _gram, find_modes, singular_values, tidy, vanishes
 from .spec import Network, Pathway, Task
 from .symbols import TAU, TIME
 from .symmetry import GroupReduction, Symmetry, product, scaled_hadamard
@@ -109,6 +109,21 @@ def _pathway_singular_values(task: Task, pathway: Pathway, where: str) -> tuple[
     if ("singular values", key) not in derived:
         derived[("singular values", key)] = tuple(singular_values(sigma_yx(task, pathway), where))
     return derived[("singular values", key)]
+
+
+def _pathway_conditions(task: Task, pathway: Pathway) -> tuple[sympy.Expr, ...]:
+    """The exceptional conditions of one pathway's modes (:mod:`derive.exceptional`), once per task."""
+    derived = _derived(task)
+    key = ("exceptional", _pathway_key(task, pathway))
+    if key not in derived:
+        gram, _ = _gram(sigma_yx(task, pathway))
+        found: list[sympy.Expr] = []
+        for indices in _blocks(gram):
+            block = gram.extract(indices, indices)
+            if block.free_symbols and not all(vanishes(e) for e in block):
+                found.extend(exceptional.block_conditions(block))
+        derived[key] = tuple(found)
+    return derived[key]
 
 
 @dataclass(frozen=True)
@@ -199,6 +214,19 @@ class NetworkDerivation:
     @property
     def parameters(self) -> tuple[sympy.Symbol, ...]:
         return tuple(self.task.parameters)
+
+    @cached_property
+    def exceptional_set(self) -> tuple[sympy.Expr, ...]:
+        """Where the generic formulas fail: irreducible polynomials in the parameters (``P = 0``
+        on the set), from every pathway's Gram blocks (:mod:`derive.exceptional`: eigenvalues that
+        meet, a rank that changes, an eigenvector formula that vanishes). Empty for a derivation
+        without parameters. At such a point the toolkit derives at the point instead."""
+        if not self.parameters or self.in_floats:
+            return ()
+        conditions: list[sympy.Expr] = []
+        for pathway in self.network.pathways:
+            conditions.extend(_pathway_conditions(self.task, pathway))
+        return exceptional.irreducible_conditions(conditions, self.parameters)
 
     # --- interactions ------------------------------------------------------------------
     @cached_property
@@ -478,6 +506,8 @@ class NetworkDerivation:
     @cached_property
     def loss_in_strengths(self) -> sympy.Expr:
         """``L(a) = 1/2 tr<yy^T> - sum_k s_k a_k + 1/2 sum_kl C_kl a_k a_l`` for aligned weights."""
+        if not self.mode_refs:  # nothing to learn at these values (e.g. a pathway's inputs vanish)
+            return self.initial_loss
         a = sympy.Matrix(self.strengths)
         s = sympy.Matrix([self.mode(ref).s for ref in self.mode_refs])
         return self.initial_loss - (s.T * a)[0, 0] + (a.T * self.coupling * a)[0, 0] / 2

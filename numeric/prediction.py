@@ -32,7 +32,7 @@ import numpy as np
 import sympy
 from jaxtyping import Array, Float
 
-from gdln.derive import cache
+from gdln.derive import cache, exceptional
 from gdln.derive.crossover import Crossover, crossovers
 from gdln.derive.derivation import NetworkDerivation
 from gdln.derive.spec import Network, Task
@@ -74,6 +74,8 @@ class Prediction:
 
     def __init__(self, derivation: NetworkDerivation, *, kind: str | None = None):
         self.derivation = derivation
+        self._chosen_kind = kind
+        self._at_points: dict[tuple[str, ...], Prediction] = {}
         if kind is not None:  # chosen by the caller: the aligned GDLN is always the reduced flow
             if kind not in (CLOSED_FORM, RACE_ODE, REDUCED_FLOW):
                 raise ValueError(f"unknown dynamics {kind!r}")
@@ -90,6 +92,25 @@ class Prediction:
     @property
     def uses_flow(self) -> bool:
         return self.kind == REDUCED_FLOW
+
+    def at(self, values: Sequence[float]) -> tuple[Prediction, Sequence[float]]:
+        """``(prediction, values)`` to use at ``values``: this one where the generic derivation
+        holds, else that of the network derived with the parameters fixed to these values
+        (exact, as ``--set``), with no values left (:func:`derive.exceptional.holds_at`: on
+        the derivation's exceptional set, or outside its domain). Every method taking ``values``
+        asks this first, so a point where eigenvalues meet gives the specialised answer."""
+        parameters = self.derivation.parameters
+        if not parameters:
+            return self, values
+        floats = [float(v) for v in np.asarray(values, dtype=np.float64).ravel()]
+        point = dict(zip(parameters, floats))
+        if exceptional.holds_at(self.derivation.exceptional_set, point) is None:
+            return self, values
+        key = tuple(repr(v) for v in floats)
+        if key not in self._at_points:
+            task = self.derivation.task.with_values({s.name: v for s, v in point.items()})
+            self._at_points[key] = Prediction(cached_derivation(task, self.derivation.network), kind=self._chosen_kind)
+        return self._at_points[key], []
 
     @cached_property
     def compiled(self) -> CompiledNetwork:
@@ -125,6 +146,9 @@ class Prediction:
         Returns:
             The loss at ``ts``, shape ``(T,)``.
         """
+        target, values = self.at(values)
+        if target is not self:
+            return target.loss_curve(ts, init_scale, tau, values)
         return np.asarray(self.engine.loss_curve_from_log(ts, self.log_initial_strengths(init_scale), tau, values))
 
     def race(
@@ -148,6 +172,9 @@ class Prediction:
             The crossings (fraction -> epoch), the loss at the horizon over the initial loss, and
             where an ODE stopped short of the horizon, if one did.
         """
+        target, values = self.at(values)
+        if target is not self:
+            return target.race(init_scale, tau, values, horizon, fractions)
         return self.engine.race(self.log_initial_strengths(init_scale), tau, values, horizon, fractions)
 
     def relu_loss_curve(
@@ -158,6 +185,9 @@ class Prediction:
         With a shared basis, each mode starts from the seed's initial weights projected on it
         (:func:`numeric.initial_conditions.relu_initial_strengths`), averaged over seeds. The
         reduced flow starts every pathway from its width and ``init_scale``."""
+        target, values = self.at(values)
+        if target is not self:
+            return target.relu_loss_curve(ts, initial_weights, inputs, init_scale, tau, values)
         if self.uses_flow:
             return self.loss_curve(ts, init_scale, tau, values)
         w1s, w2s = initial_weights
@@ -205,6 +235,9 @@ class Prediction:
         Raises:
             ValueError: for a ``time`` that is neither.
         """
+        target, values = self.at(values)
+        if target is not self:
+            return target.aligned_loss_curve(ts, alignment, learning_rate, values, time=time)
         if time not in TIME_MODELS:
             raise ValueError(f"time must be one of {TIME_MODELS}, not {time!r}")
         ts = np.asarray(ts, dtype=np.float64)
@@ -297,6 +330,9 @@ class Prediction:
         self, ts: Times, init_scale: float, tau: float, values: Sequence[float]
     ) -> dict[str, Float[Array, "T out in"]]:
         """Per pathway name, its map ``W_p(t)`` at epochs ``ts``."""
+        target, values = self.at(values)
+        if target is not self:
+            return target.maps(ts, init_scale, tau, values)
         if self.uses_flow:
             flow = self.flow
             chains = flow.solve(ts, None, tau, values, log_a0=self.log_initial_strengths(init_scale))
@@ -389,6 +425,54 @@ class TaskPredictions:
         self._stages: dict[str, tuple[Prediction, Prediction]] = {}
         self._crossovers: dict[tuple, list[Crossover]] = {}
         self._mode_scales: dict[str, list[Callable | None]] = {}
+        self._at_points: dict[tuple[str, ...], TaskPredictions] = {}
+
+    @property
+    def exceptional_set(self) -> tuple[sympy.Expr, ...]:
+        """The union of the networks' exceptional sets (:mod:`derive.exceptional`)."""
+        found: dict[sympy.Expr, None] = {}
+        for network in self.task.networks:
+            found.update(dict.fromkeys(self.derivation(network.name).exceptional_set))
+        return tuple(found)
+
+    def at(self, values: Mapping[sympy.Symbol, float]) -> tuple[TaskPredictions, dict, str | None]:
+        """``(models, values, why)`` to use at ``values`` (by parameter): these predictions, the
+        values and ``None`` where every network's generic derivation holds; else those of the task
+        with its parameters fixed exactly to the values (as ``--set``), no values left, and why
+        (:func:`derive.exceptional.holds_at`, e.g. ``a = b``). One choice for the whole task, so
+        that a race compares its networks on one footing."""
+        point = {s: float(values[s]) for s in self.task.parameters}
+        if not point:
+            return self, dict(values), None
+        why = exceptional.holds_at(self.exceptional_set, point)
+        if why is None:
+            return self, dict(values), None
+        key = tuple(repr(v) for v in point.values())
+        if key not in self._at_points:
+            self._at_points[key] = TaskPredictions(self.task.with_values({s.name: v for s, v in point.items()}))
+        return self._at_points[key], {}, why
+
+    def by_derivation(self, values) -> list[tuple[TaskPredictions, np.ndarray]]:
+        """The rows of ``values`` (points x parameters, in ``task.parameters`` order) grouped by
+        the predictions to use there (:meth:`at`): the rows where the generic derivation holds
+        with these predictions, then each other point's rows with the task derived at it. The
+        generic rows are found in one vectorised pass."""
+        values = np.asarray(values, dtype=np.float64)
+        rows = np.arange(len(values))
+        if not self.task.parameters:
+            return [(self, rows)]
+        failing = np.array(exceptional.fails_at_points(self.exceptional_set, tuple(self.task.parameters), values))
+        groups: list[tuple[TaskPredictions, np.ndarray]] = []
+        if (~failing).any():
+            groups.append((self, rows[~failing]))
+        special: dict[int, tuple[TaskPredictions, list[int]]] = {}
+        for row in rows[failing]:
+            here, _, why = self.at(dict(zip(self.task.parameters, values[row])))
+            if why is None:  # the float test alone flagged it, the exact test clears it
+                here = self
+            special.setdefault(id(here), (here, []))[1].append(int(row))
+        groups.extend((here, np.array(found)) for here, found in special.values())
+        return groups
 
     @cached_property
     def dataset(self) -> NumericDataset:

@@ -50,7 +50,8 @@ def check_values(
     (:class:`numeric.prediction.TaskPredictions`) lets the input-variance check reuse derivations."""
     values = task.values(overrides)
     if derivations and models is not None:
-        check_input_variances(task, values, models)
+        here, values_here, _ = models.at(values)  # at the point where the generic derivation fails there
+        check_input_variances(here.task, values_here, here)
     warn_learning_rate(task, values)
     return values
 

@@ -16,6 +16,7 @@ from gdln.derive.algebraic import as_text
 from gdln.derive.crossover import Crossover
 from gdln.derive.derivation import NetworkDerivation
 from gdln.derive.errors import DerivationError
+from gdln.derive.exceptional import describe
 from gdln.derive.exported_flow import EQUATION, INITIAL, LOSS, flow_blocks, flow_pathways, flow_target_power, reason
 from gdln.derive.spec import Task
 from gdln.numeric.prediction import (
@@ -322,8 +323,14 @@ def derive_report(
             **({"coupling_numbers": named} if named else {}),
             # only where another network could not be derived: no crossover with it is reported
             **({"crossovers_not_derived": not_derived} if not_derived else {}),
+            **({"exceptional_set": exceptional_entries(derivation)} if derivation.parameters else {}),
         }
     )
+
+
+def exceptional_entries(derivation: NetworkDerivation) -> list[dict[str, str]]:
+    """The derivation's exceptional set as JSON: each condition's polynomial and its words."""
+    return [{"expr": as_text(c), "text": describe(c)} for c in derivation.exceptional_set]
 
 
 def derive_summary(

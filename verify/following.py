@@ -281,12 +281,13 @@ def verify_report(
     Raises:
         SpecError: for settings the task cannot train with, or a pair of initial conditions and
             time model that is not offered."""
-    models = models or TaskPredictions(task)
     if not task.networks:
         raise SpecError(task.source, "network", "verification needs at least one [[network]]")
     time_model = check_prediction_models(task, initial_conditions, time_model)
-    check_values(task, overrides, models)
-    values = task.values(overrides)
+    point = task.values(overrides)
+    # where the generic derivation fails at this point (derive.exceptional), derived at the point
+    models, values, exceptional_point = (models or TaskPredictions(task)).at(point)
+    check_values(models.task, None, models)
     training = training_settings(task, seeds, epochs)
     check_training_size(task, training, "relu")
     initial = relu_initial_weights(task, training)
@@ -319,7 +320,7 @@ def verify_report(
         step("the alternating gradient flows model from the initial weights")
         agf_model = agf_prediction(models, initial, values, training, stride)
     step(f"training the ReLU network ({plural(training.seeds, 'seed')})")
-    run, _, _ = train_network(task, "relu", overrides, seeds, epochs, models)
+    run, _, _ = train_network(models.task, "relu", None, seeds, epochs, models)
     relu = np.mean(np.asarray(run.losses), axis=0)[::stride]
     from_alignment = {n.name for n in extra}
     networks: list[dict[str, Any]] = [
@@ -346,7 +347,7 @@ def verify_report(
     follows, follow_notes = followed_candidate(networks)
     notes += follow_notes
     report: dict[str, Any] = {
-        "parameters": parameter_entry(values),
+        "parameters": parameter_entry(point),
         "seeds": training.seeds,
         "epochs": training.epochs,
         "initial_conditions": initial_conditions,
@@ -368,10 +369,12 @@ def verify_report(
         report["notes"] = notes
     if task.contexts is not None:
         step("census of the hidden units, and the followed candidate's representations")
-        inputs, _ = models.dataset(parameter_vector(task, values))
+        inputs, _ = models.dataset(parameter_vector(models.task, values))
         report["census"] = gate_census(task, inputs, *run.final)
         if representations and follows is not None:
-            reln, _, _ = train_network(task, follows, overrides, 1, epochs, models)
+            reln, _, _ = train_network(models.task, follows, None, 1, epochs, models)
             report["mds"] = {"network": follows, **mds_comparison(*hidden_layers(task, run, reln, follows, inputs))}
+    if exceptional_point is not None:
+        report["exceptional_point"] = exceptional_point
     step.close()
     return VerifyReport.from_json(report)

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from gdln.derive.errors import SpecError
+from gdln.derive.exceptional import outside_domain
 from gdln.derive.spec import Task
 from gdln.numeric.prediction import (
     REDUCED_FLOW,
@@ -102,12 +103,15 @@ def race_report(
     Raises:
         SpecError: for a task without networks or parameter values out of range.
     """
-    models = models or TaskPredictions(task)
-    check_values(task, overrides, models)
+    generic = models or TaskPredictions(task)
     if not task.networks:
         raise SpecError(task.source, "network", "the race needs at least one [[network]]")
-    values = task.values(overrides)
-    vector = parameter_vector(task, values)
+    point = task.values(overrides)
+    # at a point where the generic derivation fails (eigenvalues meet, zero or negative values),
+    # everything below is derived at the point, exactly (derive.exceptional)
+    models, values, exceptional_point = generic.at(point)
+    check_values(models.task, None, models)
+    vector = parameter_vector(models.task, values)
     training = task.training
     horizon = training.epochs
     derivations = {n.name: models.derivation(n.name) for n in task.networks}
@@ -145,10 +149,13 @@ def race_report(
 
     ranking = [n["name"] for n in sorted(networks, key=race_order)]
     winner, _ = race_winner(networks)
-    pairs = combinations(derivations, 2)
-    found = crossover_entries([c for a, b in pairs for c in models.crossovers(a, b, values)], values)
+    pairs = list(combinations(derivations, 2))
+    # the crossovers are the generic family's, in each parameter with the others at this point
+    # (none where a value lies outside the generic derivation's domain)
+    within = not outside_domain(point)
+    found = crossover_entries([c for a, b in pairs for c in generic.crossovers(a, b, point)], point) if within else []
     report = {
-        "parameters": parameter_entry(values),
+        "parameters": parameter_entry(point),
         "horizon": horizon,
         "networks": networks,
         "ranking": ranking,
@@ -159,4 +166,6 @@ def race_report(
         check_training_size(task, training, "relu")
         alignment = relu_alignment(models, relu_initial_weights(task, training), values, training)
         report["predicted_validity"] = alignment_validity(models, alignment, values, training)
+    if exceptional_point is not None:
+        report["exceptional_point"] = exceptional_point
     return RaceReport.from_json(report)

@@ -135,9 +135,11 @@ def parse_axis(text: str, task: Task) -> Axis:
         raise SpecError("--grid", name, f"NUM must be between 1 and {MAX_AXIS_POINTS}, got {count}")
     if start > stop:
         raise SpecError("--grid", name, f"START {start:g} is above STOP {stop:g}")
-    if start <= 0:
+    if start <= 0 and (log or name in TRAINING_AXES):
         what = "a log axis needs bounds above 0" if log else "values must be positive"
         raise SpecError("--grid", name, f"{what}, got START {start:g}")
+    if name not in TRAINING_AXES:  # a parameter takes any real value, within a declared domain
+        task.check_domain(name, start, name, "--grid")
     if name in TRAINING_AXES:  # the spec's own limits, on the axis' smallest and largest values
         for bound in (start, stop):
             training_value(name, int(round(bound)) if name == "hidden_units" else bound, "--grid", name)
@@ -205,6 +207,11 @@ class SweepGrid:
     def point_values(self, index: int) -> dict[str, float]:
         flat = np.unravel_index(index, self.shape)
         return {axis.name: axis.values[i] for axis, i in zip(self.axes, flat)}
+
+
+def _without_parameters(grid: SweepGrid) -> SweepGrid:
+    """``grid`` for a task whose parameters are fixed (derived at a point): no parameter values."""
+    return replace(grid, values=np.zeros((grid.size, 0)))
 
 
 def sweep_grid(task: Task, axes: Sequence[Axis], overrides: Mapping[str, float]) -> SweepGrid:
@@ -460,24 +467,36 @@ def sweep_report(
     widths = [w for w in np.unique(grid.hidden_units) if np.any((grid.hidden_units == w) & ok)]
     step = Stages("sweep", 2 * len(widths) + bool(check))
     for width in widths:
-        rows = np.flatnonzero((grid.hidden_units == width) & ok)
+        width_rows = np.flatnonzero((grid.hidden_units == width) & ok)
         at = f" ({width} hidden units)" if len(widths) > 1 else ""
-        step(f"width-seeded race at {plural(len(rows), 'point')}{at}")
-        models_here = groups[int(width)] = _models_at_width(task, base, int(width))
-        races = width_race(models_here, grid, rows)
-        for k, name in enumerate(names):
-            t_half[rows, k], t_90[rows, k] = races[name].crossings[:, 0], races[name].crossings[:, 1]
-            final[rows, k] = races[name].final_loss
-        step(f"alignment-seeded race at {plural(len(rows), 'point')}{at}")
-        aligned_start = time.perf_counter()
-        hints = {name: races[name].crossings[:, 0] for name in names}
-        found, phase_epochs[rows], verdicts, seconds = aligned_race(models_here, grid, rows, (inputs, targets), hints)
-        for row, verdict in zip(rows, verdicts):
-            predicted[row] = verdict
-        predicted_seconds += seconds
-        aligned_seconds += time.perf_counter() - aligned_start - seconds
-        for k, name in enumerate(names):
-            aligned[rows, k] = found[name]
+        step(f"width-seeded race at {plural(len(width_rows), 'point')}{at}")
+        models_width = groups[int(width)] = _models_at_width(task, base, int(width))
+        # the generic points batched as one; a point where the generic derivation fails on its own,
+        # derived there (derive.exceptional), with no parameter values left in its grid
+        parts = [
+            (models_here, grid if models_here is models_width else _without_parameters(grid), width_rows[found])
+            for models_here, found in models_width.by_derivation(grid.values[width_rows])
+        ]
+        hints: dict[str, np.ndarray] = {name: np.full(grid.size, np.nan) for name in names}
+        for models_here, grid_here, rows in parts:
+            races = width_race(models_here, grid_here, rows)
+            for k, name in enumerate(names):
+                t_half[rows, k], t_90[rows, k] = races[name].crossings[:, 0], races[name].crossings[:, 1]
+                final[rows, k] = races[name].final_loss
+                hints[name][rows] = races[name].crossings[:, 0]
+        step(f"alignment-seeded race at {plural(len(width_rows), 'point')}{at}")
+        for models_here, grid_here, rows in parts:
+            aligned_start = time.perf_counter()
+            point_hints = {name: hint[rows] for name, hint in hints.items()}
+            found, phase_epochs[rows], verdicts, seconds = aligned_race(
+                models_here, grid_here, rows, (inputs, targets), point_hints
+            )
+            for row, verdict in zip(rows, verdicts):
+                predicted[row] = verdict
+            predicted_seconds += seconds
+            aligned_seconds += time.perf_counter() - aligned_start - seconds
+            for k, name in enumerate(names):
+                aligned[rows, k] = found[name]
     stable = stable_descent(task, grid.values, grid.learning_rate, ok, inputs, targets)
     theory_seconds = time.perf_counter() - started - aligned_seconds - predicted_seconds
 
@@ -704,9 +723,16 @@ def _train_chunk(models, predictors, task: Task, grid: SweepGrid, rows: np.ndarr
         initial = initial_relu_weights(
             width, task.num_inputs, task.num_outputs, point_training.init_scale, range(seeds)
         )
-        alignment = relu_alignment(models, initial, values, point_training)
+        here, values_here, exceptional_point = models.at(values)  # derived at the point where needed
+        alignment = relu_alignment(here, initial, values_here, point_training)
         curves = predicted_relu_curves(
-            models, predictors, initial, values, point_training, jnp.asarray(ts, jnp.float64), alignment=alignment
+            here,
+            predictors if exceptional_point is None else candidate_predictions(here),
+            initial,
+            values_here,
+            point_training,
+            jnp.asarray(ts, jnp.float64),
+            alignment=alignment,
         )
         found.append(
             TrainedPoint(

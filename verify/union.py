@@ -8,7 +8,7 @@ the pathways active for a single context remain inactive" (Appendix E), for any 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -61,12 +61,13 @@ def union_report(
     if not task.networks:
         raise SpecError(task.source, "network", "the union needs at least one [[network]]")
     values = task.values(overrides)
-    vector = [values[s] for s in task.parameters]
+    vector: Sequence[float] = [values[s] for s in task.parameters]
     training = task.with_training(epochs=epochs).training
     network = union_network(task)
     # kept in the derivation cache like every candidate's: the union's modes are most of what
     # `gdln unique` and `gdln union` cost (Section 4: 14 of 18 s), and they depend on nothing else
-    prediction = Prediction(cached_derivation(task, network), kind=kind)
+    # at a point where the generic derivation fails, the union derived there (derive.exceptional)
+    prediction, vector = Prediction(cached_derivation(task, network), kind=kind).at(vector)
     ts = np.array([0.0, float(training.epochs)])
     maps = prediction.maps(ts, training.init_scale, training.tau, vector)  # one solve: strengths and loss
     final = {

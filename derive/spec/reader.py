@@ -17,6 +17,7 @@ import tomllib
 import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from numbers import Real
 from pathlib import Path
 from typing import Any
 
@@ -146,6 +147,8 @@ class Task:
     labels: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
     #: parameters fixed to exact values before deriving (:meth:`with_values`), by name
     fixed: Mapping[str, sympy.Expr] = field(default_factory=dict)
+    #: parameters whose spec declares a domain other than ``real`` (``positive``), by name
+    domains: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def num_datapoints(self) -> int:
@@ -178,9 +181,11 @@ class Task:
         """Parameter values: the spec's defaults with ``overrides`` (by name) applied."""
         values = dict(self.parameters)
         for name, value in (overrides or {}).items():
-            if isinstance(value, complex) or not math.isfinite(value) or value <= 0:
-                raise SpecError(self.source, f"parameters.{name}", f"value {value} is not a positive finite number")
-            values[self.parameter(name)] = float(value)
+            if isinstance(value, (complex, bool)) or not isinstance(value, Real) or not math.isfinite(value):
+                raise SpecError(self.source, f"parameters.{name}", f"value {value!r} is not a finite real number")
+            symbol = self.parameter(name)
+            self.check_domain(symbol.name, float(value), f"parameters.{name}")
+            values[symbol] = float(value)
         if overrides:
             check_data(self.inputs, self.targets, values, self.source, parametric_only=True)
         return values
@@ -210,14 +215,25 @@ class Task:
                 number = evaluate(exact)
             except EvaluationError as error:
                 raise SpecError(source, name, f"value {value!r} has no finite value: {error}") from None
-            if number.imag != 0 or not math.isfinite(number.real) or number.real <= 0:
-                raise SpecError(source, name, f"value {value!r} is not a positive finite real number")
+            if number.imag != 0 or not math.isfinite(number.real):
+                raise SpecError(source, name, f"value {value!r} is not a finite real number")
+            self.check_domain(symbol.name, number.real, name, source)
             bindings[symbol] = exact
         inputs, targets = self.inputs.xreplace(bindings), self.targets.xreplace(bindings)
         parameters = {s: v for s, v in self.parameters.items() if s not in bindings}
         check_data(inputs, targets, parameters, source)
         fixed = {**self.fixed, **{s.name: v for s, v in bindings.items()}}
         return replace(self, parameters=parameters, inputs=inputs, targets=targets, fixed=fixed)
+
+    def check_domain(self, name: str, value: float, key: str, source: str | None = None) -> None:
+        """Refuse ``value`` for the parameter ``name`` outside the domain its spec declares."""
+        if self.domains.get(name) == "positive" and not value > 0:
+            raise SpecError(
+                source or self.source,
+                key,
+                f"value {value:g} is outside the declared domain of {name}: positive"
+                " (the spec's [parameters] table says so)",
+            )
 
     def with_training(self, **changes) -> Task:
         """The same task with some training settings replaced (e.g. from CLI flags or a sweep axis);
@@ -346,7 +362,7 @@ def task_from_dict(document: Mapping[str, Any], source: str = "<python>", defaul
     if not isinstance(title, str):
         raise SpecError(source, "title", "expected a string")
 
-    defaults, symbols = _read_parameters(document.get("parameters", {}), source)
+    defaults, symbols, domains = _read_parameters(document.get("parameters", {}), source)
     inputs, targets, contexts, labels = _read_data(document.get("data"), symbols, source)
     check_data(inputs, targets, defaults, source)
     training = _read_training(document.get("training", {}), source)
@@ -364,6 +380,7 @@ def task_from_dict(document: Mapping[str, Any], source: str = "<python>", defaul
         source=source,
         contexts=contexts,
         labels=labels,
+        domains=domains,
     )
 
 
@@ -471,6 +488,7 @@ def _read_parameters(table, source):
         raise SpecError(source, "parameters", f"{len(table)} parameters; the limit is {MAX_PARAMETERS}")
     defaults: dict[sympy.Symbol, float] = {}
     symbols: dict[str, sympy.Symbol] = {}
+    domains: dict[str, str] = {}
     reserved = set(ALLOWED_FUNCTIONS) | set(ALLOWED_CONSTANTS) | RESERVED_NAMES
     given: dict[str, str] = {}
     for name, value in table.items():
@@ -492,14 +510,36 @@ def _read_parameters(table, source):
             )
         if normal in given:
             raise SpecError(source, key, f"collides with parameter {given[normal]!r}{folded}")
+        value, domain = _parameter_entry(value, source, key)
         number = float(exact_number(value, source, key))
-        if number <= 0:
-            raise SpecError(source, key, f"default {value} must be positive (parameters are positive reals)")
+        if domain == "positive" and number <= 0:
+            raise SpecError(source, key, f"default {value} is outside the declared domain: positive")
+        # the generic derivation is for positive values (sqrt(a**2) = a); a value at or below zero
+        # is derived at the point (derive.exceptional), unless the domain is declared positive
         symbol = sympy.Symbol(normal, positive=True)
         defaults[symbol] = number
         symbols[normal] = symbol
         given[normal] = name
-    return defaults, symbols
+        if domain != "real":
+            domains[normal] = domain
+    return defaults, symbols, domains
+
+
+#: the domains a parameter may declare: ``real`` (the default: any finite value) or ``positive``
+DOMAINS = ("real", "positive")
+
+
+def _parameter_entry(value, source, key):
+    """``(default, domain)`` of ``a = 1.5`` or ``a = {value = 1.5, domain = "positive"}``."""
+    if not isinstance(value, Mapping):
+        return value, "real"
+    _reject_unknown(value, ("value", "domain"), source, f"{key}.")
+    if "value" not in value:
+        raise SpecError(source, f"{key}.value", "missing: a parameter table needs its default value")
+    domain = value.get("domain", "real")
+    if domain not in DOMAINS:
+        raise SpecError(source, f"{key}.domain", f"expected one of {', '.join(DOMAINS)}, got {domain!r}")
+    return value["value"], domain
 
 
 def _read_matrix(rows, symbols, source, key):

@@ -121,6 +121,7 @@ def _render_derive(report, variable_equations: list[dict]):
         print(f"  {failure}")
     if len(a["failures"]) > 3:
         print(f"  ... and {len(a['failures']) - 3} more")
+    exceptional_line(report)
     for value in a.get("algebraic_values", []):
         print(
             f"  {value['pathway']}: {plural(value['modes'], 'singular value')} with no radical form "
@@ -234,3 +235,16 @@ def add_parser(sub) -> None:
         help="equations as one line of plain text (the default unless stdout is a terminal; there, SymPy's pretty printer)",
     )
     p.set_defaults(run=cmd_derive)
+
+
+def exceptional_line(report) -> None:
+    """Where a parametric derivation holds: off its exceptional set, for positive values."""
+    if report.get("exceptional_set") is None:
+        return
+    names = ", ".join(report["parameters"])
+    where = "; ".join(c["text"] for c in report["exceptional_set"])
+    print(
+        f"generic: holds for positive {names}"
+        + (f" except where {where}" if where else "")
+        + " (race, sweep and verify derive at such a point instead, as --set does)"
+    )

@@ -67,9 +67,14 @@ def percent(fraction) -> str:
     return "never" if fraction is None else f"{100 * fraction:.3g}%"
 
 
-def parameters_line(parameters: dict) -> None:
+def parameters_line(parameters: dict, exceptional_point: str | None = None) -> None:
     if parameters:  # nothing to say for a task without parameters
         print("parameters: " + ", ".join(f"{k} = {v:g}" for k, v in parameters.items()))
+    if exceptional_point:
+        print(
+            f"derived at this point, exactly (as --set derives it): the generic derivation does not hold where"
+            f" {exceptional_point}"
+        )
 
 
 #: said once under any output that gives an algebraic number by its value

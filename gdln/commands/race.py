@@ -41,7 +41,7 @@ def _race_rows(report) -> tuple[list[tuple[str, ...]], str | None]:
 
 
 def _render_race(report):
-    parameters_line(report["parameters"])
+    parameters_line(report["parameters"], report.get("exceptional_point"))
     rows, shared = _race_rows(report)
     if shared:
         print(f"every network has the same speed (largest singular value s): {shared}")

@@ -12,7 +12,7 @@ TIME_FLAGS = {"descent": "gradient descent", "flow": "gradient flow"}
 
 
 def _render_verify(report):
-    parameters_line(report["parameters"])
+    parameters_line(report["parameters"], report.get("exceptional_point"))
     print(f"predictions start from: {report['initial_conditions']}; then {report['time_model']}")
     if report.get("alignment"):
         print(f"  alignment phase ends at epochs {report['alignment']['time']}")

@@ -45,6 +45,11 @@ class DeriveReport(Report):
             ``couplings`` and, outside the summary, ``mode_vectors``; else ``None``.
         crossovers_not_derived: the task's other networks that cannot be derived, each
             ``{"network", "reason"}`` (no crossover with them is reported); else ``None``.
+        exceptional_set: for a parametric derivation, where it does not hold, each condition
+            ``{"expr", "text"}`` (``expr = 0`` on the set; ``text`` as ``a = b``): eigenvalues
+            that meet, a rank that changes, an eigenvector formula that vanishes
+            (`derive.exceptional`); the derivation is also for positive values only. Every
+            command derives at such a point instead. ``None`` without parameters.
     """
 
     network: str
@@ -57,6 +62,7 @@ class DeriveReport(Report):
     crossovers: list[dict[str, Any]]
     coupling_numbers: dict[str, Any] | None = optional()
     crossovers_not_derived: list[dict[str, str]] | None = optional()
+    exceptional_set: list[dict[str, str]] | None = optional()
 
     def _repr_markdown_(self) -> str:
         rows = [

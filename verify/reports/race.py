@@ -29,6 +29,9 @@ class RaceReport(Report):
             ``value``, ``faster_below``, ``faster_above``.
         predicted_validity: with ``predict_validity``, the theory's own verdict on where it holds
             (``verify.rules.predicted_validity``), as in `VerifyReport`; else ``None``.
+        exceptional_point: where the point lies on the generic derivation's exceptional set or
+            outside its domain, the condition it meets (``"a = b"``): everything was derived at
+            the point, exactly, as ``--set`` derives it (`derive.exceptional`); else ``None``.
     """
 
     parameters: dict[str, float]
@@ -38,6 +41,7 @@ class RaceReport(Report):
     winner: str | None
     crossovers: list[dict[str, Any]]
     predicted_validity: dict[str, Any] | None = optional()
+    exceptional_point: str | None = optional()
 
     def _repr_markdown_(self) -> str:
         columns = [
@@ -89,6 +93,8 @@ class VerifyReport(Report):
         census: on context tasks, the hidden units' gate census; else ``None``.
         mds: on context tasks, the followed candidate's representations against the ReLU
             network's; else ``None``.
+        exceptional_point: as in `RaceReport`: the condition the point meets where the generic
+            derivation fails there (everything derived at the point), else ``None``.
     """
 
     parameters: dict[str, float]
@@ -107,6 +113,7 @@ class VerifyReport(Report):
     notes: list[str] | None = optional()
     census: dict[str, Any] | None = optional()
     mds: dict[str, Any] | None = optional()
+    exceptional_point: str | None = optional()
 
     def _repr_markdown_(self) -> str:
         columns = [

@@ -252,7 +252,7 @@ def holds_at(conditions: Sequence[sympy.Expr], point: Mapping[sympy.Symbol, floa
     """``None`` where the generic derivation holds at ``point``; otherwise why not, in words."""
     outside = outside_domain(point)
     if outside:
-        return ", ".join(f"{s} = {point[s]:g}" for s in outside) + " (the generic derivation is for positive values)"
+        return ", ".join(f"{s} = {point[s]:g}" for s in outside) + " (it is derived for positive values)"
     for condition in conditions:
         if on_condition(condition, point):
             return describe(condition)

@@ -29,17 +29,21 @@ does not) and :func:`flush` when a command ends; importing gdln touches no files
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import hashlib
 import hmac
 import io
 import json
 import os
 import pickle
+import re
 import secrets
 import shutil
 import stat
 import sys
 import threading
+import time
 import warnings
 from collections.abc import Callable, Mapping
 from functools import lru_cache, partial
@@ -179,7 +183,7 @@ def _check(root: Path) -> tuple[tuple[str, str] | None, bytes | None]:
             return (f"cache folder {folder}", found), None
     probe = root / f".probe-{os.getpid()}-{threading.get_ident()}"
     try:
-        probe.write_bytes(b"")
+        _create(probe).close()
         probe.unlink()
     except OSError as error:
         return (f"cache folder {root}", f"cannot write in it: {_reason(error)}"), None
@@ -217,11 +221,12 @@ def _read_key(folder: Path) -> bytes:
 
 
 def _key_in(path: Path) -> bytes:
-    with open(path, "rb") as handle:
+    handle = _open_regular(path)
+    if handle is None:
+        raise _KeyProblem(f"key {path}", "not a file")
+    with handle:
         info = os.fstat(handle.fileno())
         data = handle.read(KEY_BYTES + 1)
-    if not stat.S_ISREG(info.st_mode):
-        raise _KeyProblem(f"key {path}", "not a file")
     if hasattr(os, "geteuid"):  # as ssh treats a private key: only its owner may read it
         if info.st_uid != os.geteuid():
             raise _KeyProblem(f"key {path}", f"owned by another user (uid {info.st_uid})")
@@ -240,9 +245,9 @@ def _make_key(path: Path) -> None:
     """Write a new random key at ``path`` whole, owner-only; when another process made one
     meanwhile, theirs stays (a hard link never replaces a file), so both use the same key."""
     temporary = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
-    handle = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    handle = _create(temporary)
     try:
-        with os.fdopen(handle, "wb") as file:
+        with handle as file:
             file.write(secrets.token_bytes(KEY_BYTES))
             file.flush()
             os.fsync(file.fileno())
@@ -273,7 +278,62 @@ def enable(root: Path | None = None) -> Path | None:
         _give_up(*found)
         return None
     _state["root"], _state["key"] = root, key
+    remove_stale(root)
     return root
+
+
+#: the temporaries a write makes (``.<name>.<pid>.<thread>``, :func:`_atomic_write` and the
+#: key's) and the writable-folder probe (``.probe-<pid>-<thread>``): named by their process
+_TEMPORARY = re.compile(r"\.(?:.+\.(\d+)\.\d+|probe-(\d+)-\d+)")
+#: a temporary older than this is stale whoever wrote it (a write takes well under a second)
+STALE_SECONDS = 3600.0
+
+
+def remove_stale(root: Path) -> int:
+    """Remove the temporaries that writes interrupted by a signal (SIGINT, SIGTERM, a crash) left
+    in the cache folder, its parts and the key's folder: those of a process that no longer runs,
+    and any older than :data:`STALE_SECONDS`; returns how many. Called by :func:`enable`, so each
+    run that uses the cache cleans up after the ones before it."""
+    folders = [root, root / "jax", root / "jax" / "executables", root / "derivations"]
+    with contextlib.suppress(OSError):
+        folders += [Path(e.path) for e in os.scandir(root / "derivations") if e.is_dir(follow_symlinks=False)]
+    with contextlib.suppress(RuntimeError, KeyError, OSError):  # no home folder: no key folder to look in
+        folders.append(key_folder())
+    removed, now = 0, time.time()
+    for folder in folders:
+        try:
+            entries = [e for e in os.scandir(folder) if e.name.startswith(".")]
+        except OSError:  # missing, or not a folder: nothing written there
+            continue
+        for entry in entries:
+            found = _TEMPORARY.fullmatch(entry.name)
+            if found is None:
+                continue
+            try:
+                age = now - entry.stat(follow_symlinks=False).st_mtime
+            except OSError:  # gone meanwhile
+                continue
+            if age > STALE_SECONDS or not _running(int(found.group(1) or found.group(2))):
+                with contextlib.suppress(OSError):
+                    os.unlink(entry.path)
+                    removed += 1
+    return removed
+
+
+def _running(pid: int) -> bool:
+    """Whether a process with this id runs on this machine (``True`` when that cannot be told:
+    on Windows, where ``os.kill`` would end it, only a temporary's age makes it stale)."""
+    if pid == os.getpid() or sys.platform == "win32":
+        return True
+    if pid <= 0:  # no process's id (and os.kill(0, ...) would signal this process group)
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process (EPERM): it runs
+        return True
+    return True
 
 
 def disable() -> None:
@@ -461,6 +521,7 @@ def flush() -> int:
     _touched.clear()
     if root is None:
         return 0
+    write_manifest(root / "jax")
     for key in keys:
         folder = root / "derivations" / key
         products = computed_products(_memory[key])
@@ -477,6 +538,117 @@ def flush() -> int:
         _stored[key] = products
         written += 1
     return written
+
+
+#: the sealed list of JAX's compiled entries in the ``jax`` folder, with their keyed digests
+MANIFEST = "gdln-manifest"
+#: what JAX rewrites as it reads (the last-used times and the lock of its size-limited cache):
+#: never run, so neither listed nor checked
+_JAX_BOOKKEEPING = re.compile(r"\..*|.*-atime")
+#: the entries of the ``jax`` folder known to match their digests, by name: their size,
+#: modification time, inode and digest (checked at the start, or written by this process)
+_compiled: dict[str, tuple[int, int, int, str]] = {}
+
+
+def check_compiled(folder: Path) -> int:
+    """Remove from JAX's cache ``folder`` every entry that is not as gdln listed it when a command
+    last ended (:func:`write_manifest`), before JAX is pointed there: JAX runs what it reads
+    unchecked, and an entry swapped with another, or changed (even re-compressed so that JAX's
+    own checks pass), could crash the process or give another answer. An entry missing from the
+    list, whose keyed digest differs, or that is not a regular file is removed; JAX compiles it
+    again. Returns how many were removed. Does nothing while the disk cache is off."""
+    _compiled.clear()
+    if cache_root() is None:
+        return 0
+    listed = _read_manifest(folder)
+    removed = 0
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:  # no folder yet: nothing to check
+        return 0
+    for entry in entries:
+        if entry.name == MANIFEST or entry.is_dir(follow_symlinks=False):  # executables: sealed one by one
+            continue
+        if _JAX_BOOKKEEPING.fullmatch(entry.name) and entry.is_file(follow_symlinks=False):
+            continue
+        found = _compiled_digest(Path(entry.path))
+        known = listed.get(entry.name)
+        if found is not None and isinstance(known, dict) and hmac.compare_digest(found[3], str(known.get("digest"))):
+            _compiled[entry.name] = found
+            continue
+        try:
+            os.unlink(entry.path)
+            removed += 1
+        except FileNotFoundError:  # removed by another process meanwhile
+            pass
+        except OSError:  # cannot be removed: JAX must not read this folder
+            _give_up(f"cache folder {folder}", f"cannot remove {entry.name}, which does not match its digest")
+            return removed
+    return removed
+
+
+def write_manifest(folder: Path) -> bool:
+    """List every entry of JAX's cache ``folder`` with its keyed digest, sealed (what
+    :func:`check_compiled` checks them against at the next start). An entry checked at the start,
+    or listed by another process, and not changed since (same size and modification time) keeps
+    its digest; one written since is read. ``False`` when nothing was written (the cache is off,
+    no folder, or a write failed)."""
+    if cache_root() is None:
+        return False
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return False
+    listed = _read_manifest(folder)  # another process's entries: theirs, if unchanged
+    kept: dict[str, dict[str, Any]] = {}
+    for entry in entries:
+        name = entry.name
+        if name == MANIFEST or _JAX_BOOKKEEPING.fullmatch(name) or not entry.is_file(follow_symlinks=False):
+            continue
+        try:
+            info = entry.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        known, other = _compiled.get(name), listed.get(name)
+        found: tuple[int, int, int, str] | None
+        if known is not None and known[:3] == (info.st_size, info.st_mtime_ns, info.st_ino):
+            found = known
+        elif isinstance(other, dict) and [other.get("size"), other.get("mtime_ns")] == [info.st_size, info.st_mtime_ns]:
+            found = (info.st_size, info.st_mtime_ns, info.st_ino, str(other.get("digest")))
+        else:
+            found = _compiled_digest(Path(entry.path))
+        if found is None:
+            continue
+        _compiled[name] = found
+        kept[name] = {"digest": found[3], "size": found[0], "mtime_ns": found[1]}
+    return write_sealed(folder / MANIFEST, MANIFEST, json.dumps(kept, sort_keys=True).encode())
+
+
+def _read_manifest(folder: Path) -> dict[str, Any]:
+    """The entries listed in ``folder``'s manifest: empty when there is none or it is not gdln's."""
+    data = read_sealed(folder / MANIFEST, MANIFEST)
+    try:
+        listed = json.loads(data) if data is not None else {}
+    except ValueError:
+        return {}
+    return listed if isinstance(listed, dict) else {}
+
+
+def _compiled_digest(path: Path) -> tuple[int, int, int, str] | None:
+    """The size, modification time, inode and keyed digest (of its content and its name) of the
+    regular file at ``path``, read without blocking; ``None`` when it is not one or cannot be read."""
+    try:
+        handle = _open_regular(path, follow=False)
+        if handle is None:
+            return None
+        with handle:
+            info = os.fstat(handle.fileno())
+            digest = hmac.new(_state["key"], f"jax/{path.name}".encode() + b"\0", hashlib.sha256)
+            while chunk := handle.read(1 << 20):
+                digest.update(chunk)
+    except (OSError, TypeError):  # unreadable; or no key (the cache was turned off meanwhile)
+        return None
+    return info.st_size, info.st_mtime_ns, info.st_ino, digest.hexdigest()
 
 
 def _mac(label: str, data: bytes) -> bytes:
@@ -524,11 +696,43 @@ def write_sealed(path: Path, label: str, data: bytes) -> bool:
     return _atomic_write(path, partial(_write_bytes, sealed(label, data)))
 
 
-def _read(path: Path) -> bytes | None:
-    """The bytes at ``path``, or ``None`` when they cannot be read (missing, a folder, no
-    permission, a name too long): an entry that cannot be read is computed again."""
+#: how every file of the cache (and the key) is opened: never blocking (a named pipe or a
+#: device in an entry's place opens at once, and is then refused as not a regular file)
+_READ_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+
+
+def _open_regular(path: Path, follow: bool = True):
+    """``path`` opened for reading without blocking, or ``None`` when it is not a regular file (a
+    named pipe, a device, a socket, a folder; with ``follow=False`` a symbolic link too): such a
+    file is never read, so it never hangs the command. ``OSError`` when it cannot be opened."""
+    flags = _READ_FLAGS | (0 if follow else getattr(os, "O_NOFOLLOW", 0))
     try:
-        return path.read_bytes()
+        handle = os.open(path, flags)
+    except OSError as error:
+        if error.errno == getattr(errno, "ELOOP", None) and not follow:  # a link, refused
+            return None
+        raise
+    try:
+        if not stat.S_ISREG(os.fstat(handle).st_mode):
+            os.close(handle)
+            return None
+        return os.fdopen(handle, "rb")
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.close(handle)
+        raise
+
+
+def _read(path: Path) -> bytes | None:
+    """The bytes at ``path``, or ``None`` when they cannot be read (missing, a folder, a named
+    pipe or other file that is not a regular file, no permission, a name too long): an entry
+    that cannot be read is computed again."""
+    try:
+        handle = _open_regular(path)
+        if handle is None:
+            return None
+        with handle:
+            return handle.read()
     except OSError:
         return None
 
@@ -689,6 +893,14 @@ def _write_bytes(data: bytes, handle) -> None:
     handle.write(data)
 
 
+def _create(path: Path):
+    """A new file at ``path`` (a temporary of this process's), open for writing: whatever was
+    there (left by a process with the same id, or a named pipe, which would block the open) is
+    removed first, and the file is created, never opened through what is in its place."""
+    discard(path)
+    return os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o600), "wb")
+
+
 def _atomic_write(path: Path, write: Callable[[Any], Any]) -> bool:
     """Write to a temporary name (this process's and thread's) and rename, so a reader never
     sees half an entry; ``True`` when written. The cache is an optimisation: when an entry cannot
@@ -698,7 +910,7 @@ def _atomic_write(path: Path, write: Callable[[Any], Any]) -> bool:
     temporary = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
     try:
         _make_folders(path.parent)
-        with open(temporary, "wb") as handle:
+        with _create(temporary) as handle:
             write(handle)
         os.replace(temporary, path)
         return True
@@ -739,3 +951,4 @@ def clear(root: Path | None = None) -> None:
     _documents.clear()
     _modes.clear()
     _mode_names.clear()
+    _compiled.clear()

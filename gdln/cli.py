@@ -47,9 +47,11 @@ WITHOUT_JAX = {"examples", "task", "cache"}
 NO_CACHE_HELP = "derive and compile from scratch, reading and writing no cache on disk"
 
 
-def _use_caches(args) -> None:
+def _use_caches(args, first_process: bool = True) -> None:
     """Derivations and compiled code on disk, unless ``--no-cache`` (``gdln cache`` only looks).
-    A cache folder or key that cannot be used leaves both off, with one warning."""
+    A cache folder or key that cannot be used leaves both off, with one warning. JAX's compiled
+    entries are checked against the digests the last command listed (:func:`cache.flush`) before
+    JAX is pointed at them; those that do not match are removed, with one line on stderr."""
     from gdln.derive import cache
     from gdln.numeric.precision import use_compilation_cache
 
@@ -57,7 +59,16 @@ def _use_caches(args) -> None:
         cache.disable()
         use_compilation_cache(None)
         return
-    root = cache.enable()
+    root = cache.enable()  # also removes the temporaries that interrupted runs left
+    if root is not None:  # JAX runs what it reads unchecked: only entries that match their digests
+        removed = cache.check_compiled(root / "jax")
+        if removed and first_process:  # of several processes, process 0 alone says so
+            print(
+                f"gdln: removed {removed} compiled {'entry' if removed == 1 else 'entries'} that did not match "
+                f"{'its digest; it' if removed == 1 else 'their digests; they'} will be recompiled",
+                file=sys.stderr,
+            )
+        root = cache.cache_root()  # None when an entry could not be removed
     use_compilation_cache(None if root is None else root / "jax")
 
 
@@ -117,7 +128,7 @@ def _run(argv) -> int:
     # cache's (it only saves time)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        _use_caches(args)
+        _use_caches(args, first_process)
         for flag, limit in (("seeds", MAX_SEEDS), ("epochs", MAX_EPOCHS)):
             value = getattr(args, flag, None)
             if value is not None and value < 1:

@@ -482,3 +482,153 @@ def test_two_processes_racing_on_one_cold_cache_agree(tmp_path):
     third = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert third.returncode == 0 and "warning" not in third.stderr
     assert json.loads(third.stdout) == json.loads(results[0][0])
+
+
+# ----------------------------------------------------------------------------------------------
+# 5. Every entry is checked before it is used; no open blocks; interrupted writes are cleaned up
+
+REMOVED = "gdln: removed {} compiled {} that did not match {}; {} will be recompiled"
+
+
+def _removed_line(count: int) -> str:
+    if count == 1:
+        return REMOVED.format(1, "entry", "its digest", "it")
+    return REMOVED.format(count, "entries", "their digests", "they")
+
+
+def _race(cache_folder: Path, config_folder: Path) -> subprocess.CompletedProcess:
+    """``gdln race xor.toml --json`` in a new process on these folders; never left to hang."""
+    env = {**os.environ, cache.CACHE_ENV: str(cache_folder), cache.CONFIG_ENV: str(config_folder)}
+    command = [sys.executable, "-m", "gdln", "race", str(XOR_SPEC), "--json"]
+    return subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def warm_cache(tmp_path_factory):
+    """A cache folder (and key folder) that one ``gdln race`` filled, and its answer; each test
+    works on a copy of the cache folder."""
+    base = tmp_path_factory.mktemp("warm")
+    done = _race(base / "cache", base / "config")
+    assert done.returncode == 0 and done.stderr.count("gdln:") == 0, done.stderr
+    assert (base / "cache" / "jax" / cache.MANIFEST).is_file()
+    return base / "cache", base / "config", json.loads(done.stdout)
+
+
+def _copy(warm_cache, tmp_path: Path) -> Path:
+    import shutil
+
+    folder = tmp_path / "cache"
+    shutil.copytree(warm_cache[0], folder)
+    return folder
+
+
+def _compiled_entries(folder: Path) -> list[Path]:
+    return sorted((folder / "jax").glob("*-cache"))
+
+
+def test_swapped_or_changed_compiled_entries_are_removed_and_recompiled(warm_cache, tmp_path):
+    """JAX's compiled programs are run as read: two entries swapped (a ``JaxRuntimeError`` on every
+    run) or one changed inside its payload and compressed again (so that JAX's own checks pass: a
+    different answer, or a segmentation fault) are removed before JAX reads the folder, with one
+    line, and recompiled: the same answer, and the next run finds everything as listed."""
+    from jax._src.compilation_cache import compress_executable, decompress_executable
+
+    folder, config, answer = _copy(warm_cache, tmp_path), warm_cache[1], warm_cache[2]
+    entries = _compiled_entries(folder)
+    assert len(entries) >= 3
+    first, second = entries[0].read_bytes(), entries[1].read_bytes()
+    entries[0].write_bytes(second)
+    entries[1].write_bytes(first)
+    payload = bytearray(decompress_executable(entries[2].read_bytes()))
+    payload[len(payload) // 2] ^= 0x01
+    before = entries[2].stat()
+    entries[2].write_bytes(compress_executable(bytes(payload)))
+    os.utime(entries[2], ns=(before.st_atime_ns, before.st_mtime_ns))  # as if untouched
+    (folder / "jax" / "jit_planted-0123-cache").write_bytes(entries[3].read_bytes())  # not listed
+
+    done = _race(folder, config)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.splitlines().count(_removed_line(4)) == 1
+    assert "Traceback" not in done.stderr and "warning" not in done.stderr
+    assert json.loads(done.stdout) == answer
+    assert not (folder / "jax" / "jit_planted-0123-cache").exists()
+
+    again = _race(folder, config)  # recompiled and listed: nothing more to remove
+    assert again.returncode == 0 and "gdln:" not in again.stderr, again.stderr
+    assert json.loads(again.stdout) == answer
+
+
+def test_an_entry_that_is_not_a_regular_file_in_jax_folder_is_removed(disk_cache):
+    """A named pipe, or a link, among JAX's entries is removed unread (JAX's read would block)."""
+    jax_folder = disk_cache / "jax"
+    jax_folder.mkdir(exist_ok=True)
+    os.mkfifo(jax_folder / "jit_f-01-cache")
+    (jax_folder / "jit_g-02-cache").symlink_to(jax_folder / "elsewhere")
+    (jax_folder / "jit_h-03-cache").write_bytes(b"x")
+    assert cache.write_manifest(jax_folder)
+    assert json.loads(cache.read_sealed(jax_folder / cache.MANIFEST, cache.MANIFEST)).keys() == {"jit_h-03-cache"}
+    assert cache.check_compiled(jax_folder) == 2
+    assert sorted(p.name for p in jax_folder.iterdir()) == [cache.MANIFEST, "jit_h-03-cache"]
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes")
+def test_a_named_pipe_at_the_key_path_does_not_hang(warm_cache, tmp_path):
+    """The key is opened without blocking and refused as not a file: one warning, the answer."""
+    config = tmp_path / "config"
+    config.mkdir(mode=0o700)
+    os.mkfifo(config / cache.KEY_FILE, 0o600)
+    done = _race(tmp_path / "cache", config)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.splitlines()[-1] == (
+        f"gdln: warning: running without the cache: key {config / cache.KEY_FILE}: not a file"
+    )
+    assert done.stderr.count("gdln: warning") == 1
+    assert json.loads(done.stdout) == warm_cache[2]
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes")
+def test_a_named_pipe_at_a_derivation_pickle_does_not_hang(warm_cache, tmp_path):
+    """A derivation's pickle that is a named pipe is not read (it would block): the derivation is
+    built again and written in its place, without a warning."""
+    folder = _copy(warm_cache, tmp_path)
+    pickles = sorted((folder / "derivations").glob("*/derivation.pickle"))
+    assert pickles
+    for path in pickles:
+        path.unlink()
+        os.mkfifo(path, 0o600)
+    done = _race(folder, warm_cache[1])
+    assert done.returncode == 0 and "gdln:" not in done.stderr, done.stderr
+    assert json.loads(done.stdout) == warm_cache[2]
+    assert all(stat.S_ISREG(path.lstat().st_mode) for path in pickles)
+
+
+def test_stale_temporaries_are_removed_by_the_next_run(tmp_path):
+    """A write interrupted by SIGINT or SIGTERM leaves its temporary: the next run that enables
+    the cache removes those of processes that no longer run, and any older than an hour; a
+    running process's recent one stays."""
+    previous = cache.cache_root()
+    folder = tmp_path / "cache"
+    finished = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    gone = int(finished.stdout)  # a process that has ended
+    try:
+        assert cache.enable(folder) == folder
+        for part in ("derivations/0123/", "derivations/modes/", "jax/executables/", "jax/"):
+            (folder / part).mkdir(parents=True, exist_ok=True)
+        stale = [
+            folder / "derivations" / "0123" / f".derivation.pickle.{gone}.7",
+            folder / "jax" / f".{cache.MANIFEST}.{gone}.7",
+            folder / f".probe-{gone}-7",
+            folder / "derivations" / "modes" / f".abc.pickle.{os.getpid()}.7",  # running, but old
+        ]
+        kept = [
+            folder / "jax" / "executables" / f".abc.pickle.{os.getpid()}.8",  # running, recent
+            folder / "derivations" / "modes" / "abc.pickle",  # not a temporary
+        ]
+        for path in stale + kept:
+            path.write_bytes(b"half")
+        os.utime(stale[-1], (0, 0))
+        assert cache.enable(folder) == folder
+        assert [path.exists() for path in stale + kept] == [False] * len(stale) + [True] * len(kept)
+    finally:
+        cache.clear(folder)
+        _restore(previous)

@@ -6,7 +6,7 @@ from gdln.derive.words import plural
 from gdln.verify.reports import agf_text, predicted_validity_text, resolution_text, validity_text
 
 from .arguments import add_training_arguments, load, training_settings, with_spec
-from .output import emit, number_text, parameters_line
+from .output import NOT_FINITE, emit, number_text, parameters_line, percent
 
 TIME_FLAGS = {"descent": "gradient descent", "flow": "gradient flow"}
 
@@ -20,7 +20,7 @@ def _render_verify(report):
     rows += [
         (
             n["name"],
-            f"{100 * n['max_deviation']:.2f}%",
+            percent(n["max_deviation"], ".2f", missing=NOT_FINITE),
             number_text(n["t_half_predicted"]),
             number_text(n["t_half_relu"]),
         )

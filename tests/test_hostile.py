@@ -336,3 +336,140 @@ def test_a_jax_platform_that_cannot_start_is_one_line_naming_it(platforms):
     assert done.returncode == 2, done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("gdln: error: JAX_PLATFORMS="), done.stderr
+
+
+# --- one validation for the command line and the Python API (issue 49, item 6) -----------------
+
+
+def _one_line(error: SpecError) -> str:
+    text = str(error)
+    assert "\n" not in text and "Traceback" not in text, text
+    return text
+
+
+@pytest.fixture(scope="module")
+def xor():
+    from gdln.derive.spec import load_spec
+
+    return load_spec(XOR_SPEC)
+
+
+def test_an_axis_of_an_unknown_name_is_refused_naming_the_known_ones(xor):
+    """A typo (``delta`` for ``Delta``) raced the default twice under the wrong label."""
+    import gdln
+
+    with pytest.raises(SpecError) as caught:
+        gdln.sweep_report(xor, [gdln.Axis("delta", (0.5, 3.0), False)])
+    assert "delta: unknown name (parameters: Delta; training: init_scale" in _one_line(caught.value)
+    with pytest.raises(SpecError) as from_text:
+        gdln.parse_axis("delta=0.5:3:2", xor)
+    assert from_text.value.problem == caught.value.problem
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "problem"),
+    [
+        ("init_scale", 0.0, "values must be positive, got 0"),
+        ("init_scale", -1e-4, "values must be positive, got -0.0001"),
+        ("learning_rate", 1e9, "above the limit of"),
+        ("hidden_units", 2.5, "values must be whole numbers, got 2.5"),
+        ("hidden_units", -5.0, "expected a positive integer, got -5"),
+        ("hidden_units", 0.0, "expected a positive integer, got 0"),
+    ],
+)
+def test_an_axis_built_in_python_meets_the_checks_of_its_command_line_form(xor, name, value, problem):
+    """Each was raced or trained without a word (``hidden_units = -5`` ended in an MLIR error);
+    the check comes before any work, in the words ``--grid`` uses for the same values."""
+    import gdln
+    from gdln.verify.sweep import trained_points
+
+    axis = gdln.Axis(name, (value,), False)
+    for call in (lambda: gdln.sweep_report(xor, [axis]), lambda: trained_points(xor, [axis])):
+        with pytest.raises(SpecError) as caught:
+            call()
+        assert problem in _one_line(caught.value)
+    if name != "hidden_units" or value == int(value):  # --grid rounds hidden_units to whole numbers
+        with pytest.raises(SpecError) as from_text:
+            gdln.parse_axis(f"{name}={value!r}:{value!r}:1", xor)
+        assert from_text.value.problem == caught.value.problem
+
+
+@pytest.mark.parametrize(
+    ("values", "log", "problem"),
+    [
+        ((3.0, 0.5), False, "increasing order"),
+        ((float("nan"),), False, "not a finite real number"),
+        ((), False, "give between 1 and"),
+        ((0.0, 1.0), True, "a log axis needs values above 0"),
+    ],
+)
+def test_an_axis_of_values_no_grid_text_can_give_is_refused(xor, values, log, problem):
+    import gdln
+
+    with pytest.raises(SpecError) as caught:
+        gdln.sweep_report(xor, [gdln.Axis("Delta", values, log)])
+    assert problem in _one_line(caught.value)
+
+
+@pytest.mark.parametrize("check", [-1, 1.5, True])
+def test_a_check_below_zero_or_not_whole_is_refused(xor, check):
+    """``check = -1`` ran no check, silently."""
+    import gdln
+
+    with pytest.raises(SpecError) as caught:
+        gdln.sweep_report(xor, [gdln.Axis("Delta", (1.0,), False)], check=check)
+    assert "--check" in _one_line(caught.value) and "0 or a positive number of points" in str(caught.value)
+
+
+def test_the_command_line_refuses_a_check_below_zero_in_one_line(capsys):
+    code, _, err = run_cli(capsys, ["sweep", str(XOR_SPEC), "--grid", "Delta=1:2:2", "--check", "-1"])
+    assert code == 2 and "--check: -1: must be 0 or a positive number of points" in err
+
+
+def test_a_spec_dictionary_of_numpy_numbers_reads_as_its_python_numbers(xor):
+    """``numpy.float64`` values ended in a ``Fraction`` traceback (their repr is not a decimal)."""
+    import tomllib
+
+    import numpy as np
+
+    from gdln.derive.spec import task_from_dict
+
+    document = tomllib.loads(XOR_SPEC.read_text())
+    plain = task_from_dict(document, "xor")
+    document["parameters"]["Delta"] = np.float64(document["parameters"]["Delta"])
+    document["training"] = {
+        k: np.float64(v) if isinstance(v, float) else np.int64(v) for k, v in document["training"].items()
+    }
+    document["data"]["targets"] = np.array(document["data"]["targets"])
+    document["network"][0]["pathway"][0]["active"] = [
+        np.int64(k) for k in document["network"][0]["pathway"][0]["active"]
+    ]
+    task = task_from_dict(document, "xor")
+    assert task.parameters == plain.parameters
+    assert task.training == plain.training
+    assert type(task.training.epochs) is int and type(task.training.init_scale) is float
+    assert task.targets == plain.targets and task.networks == plain.networks
+    assert xor.with_values({"Delta": np.float64(1.5)}).fixed == xor.with_values({"Delta": 1.5}).fixed
+    document["parameters"]["Delta"] = np.complex128(1.5)
+    with pytest.raises(SpecError) as caught:
+        task_from_dict(document, "xor")
+    assert "parameters.Delta" in _one_line(caught.value)
+
+
+# --- a diverged run in text (issue 49, item 7) ---------------------------------------------------
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -float("inf")])
+def test_a_non_finite_number_is_printed_as_words_never_nan_percent(capsys, value):
+    from gdln.commands.output import finite_text, number_text, percent
+    from gdln.commands.simulate import _render_simulate
+
+    said = [percent(value), percent(value, ".2f"), finite_text(value), number_text(value)]
+    assert all(text == "not finite" for text in said), said
+    assert percent(0.125) == "12.5%" and percent(None) == "never"
+    _render_simulate(
+        {"model": "relu", "seeds": 1, "epochs": 50, "dtype": "float64", "devices": 1}
+        | {"t_half": [None], "t_90": [None], "loss_final": [value]}
+    )
+    out = capsys.readouterr().out
+    assert "final loss not finite" in out and "nan" not in out and "inf" not in out

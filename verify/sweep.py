@@ -24,6 +24,7 @@ import math
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
+from numbers import Integral, Real
 from typing import Any
 
 import jax.numpy as jnp
@@ -97,7 +98,8 @@ class Axis:
 def parse_axis(text: str, task: Task) -> Axis:
     """An axis of a sweep, read from ``NAME=START:STOP:NUM[:log]``.
 
-    Nothing in ``text`` is evaluated: the bounds are plain numbers.
+    Nothing in ``text`` is evaluated: the bounds are plain numbers. The name and the values
+    are checked by `check_axis`, as every `Axis` that `sweep_report` is given.
 
     Args:
         text: the axis, as ``gdln sweep --grid`` takes it; ``NAME`` is a spec parameter or
@@ -113,13 +115,7 @@ def parse_axis(text: str, task: Task) -> Axis:
     name = name.strip()
     if not sep or not name:
         raise SpecError("--grid", text, "expected NAME=START:STOP:NUM[:log]")
-    known = [s.name for s in task.parameters]
-    if name not in known and name not in TRAINING_AXES:
-        raise SpecError(
-            "--grid",
-            name,
-            f"unknown name (parameters: {', '.join(known) or 'none'}; training: {', '.join(TRAINING_AXES)})",
-        )
+    check_axis_name(name, task, "--grid")
     parts = spec.split(":")
     if len(parts) not in (3, 4) or (len(parts) == 4 and parts[3] != "log"):
         raise SpecError("--grid", name, f"{spec!r} is not START:STOP:NUM or START:STOP:NUM:log")
@@ -135,21 +131,78 @@ def parse_axis(text: str, task: Task) -> Axis:
         raise SpecError("--grid", name, f"NUM must be between 1 and {MAX_AXIS_POINTS}, got {count}")
     if start > stop:
         raise SpecError("--grid", name, f"START {start:g} is above STOP {stop:g}")
-    if start <= 0 and (log or name in TRAINING_AXES):
-        what = "a log axis needs bounds above 0" if log else "values must be positive"
-        raise SpecError("--grid", name, f"{what}, got START {start:g}")
-    if name not in TRAINING_AXES:  # a parameter takes any real value, within a declared domain
-        task.check_domain(name, start, name, "--grid")
-    if name in TRAINING_AXES:  # the spec's own limits, on the axis' smallest and largest values
-        for bound in (start, stop):
-            training_value(name, int(round(bound)) if name == "hidden_units" else bound, "--grid", name)
+    if log and start <= 0:  # before geomspace, which refuses a bound at 0; in check_axis's words
+        raise SpecError("--grid", name, f"a log axis needs values above 0, got {start:g}")
     values = np.geomspace(start, stop, count) if log else np.linspace(start, stop, count)
     if name == "hidden_units":
         values = np.unique(np.round(values).astype(int)).astype(float)
-    return Axis(name, tuple(float(v) for v in values), log)
+    return check_axis(Axis(name, tuple(float(v) for v in values), log), task, "--grid")
 
 
-def check_axes(axes: Sequence[Axis]) -> None:
+def check_axis_name(name: str, task: Task, source: str) -> None:
+    """Refuse an axis name that is neither one of ``task``'s parameters nor a training setting
+    (:data:`TRAINING_AXES`), naming the known ones."""
+    known = [s.name for s in task.parameters]
+    if not isinstance(name, str) or (name not in known and name not in TRAINING_AXES):
+        raise SpecError(
+            source,
+            str(name),
+            f"unknown name (parameters: {', '.join(known) or 'none'}; training: {', '.join(TRAINING_AXES)})",
+        )
+
+
+def check_axis(axis: Axis, task: Task, source: str = "axis") -> Axis:
+    """The checks and limits of one axis, the same for ``--grid`` (`parse_axis`) and an `Axis`
+    built in Python (`sweep_report`, `trained_points`): a known name; 1 to :data:`MAX_AXIS_POINTS`
+    finite real values in increasing order; above 0 on a log axis; a parameter's values in its
+    declared domain (:meth:`Task.check_domain`); a training setting's values positive and within
+    the spec's limits (:func:`derive.spec.training_value`), ``hidden_units`` whole numbers.
+
+    Returns:
+        The axis, its values as Python floats.
+
+    Raises:
+        SpecError: one line naming ``source`` (``--grid`` or ``axis``) and the axis."""
+    name = axis.name
+    check_axis_name(name, task, source)
+    raw = axis.values
+    if isinstance(raw, (str, bytes)) or not isinstance(raw, (Sequence, np.ndarray)):
+        raise SpecError(source, name, f"values must be a sequence of numbers, got {type(raw).__name__}")
+    if not 1 <= len(raw) <= MAX_AXIS_POINTS:
+        raise SpecError(source, name, f"give between 1 and {MAX_AXIS_POINTS} values, got {len(raw)}")
+    values: list[float] = []
+    for value in raw:
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, Real) or not math.isfinite(value):
+            raise SpecError(source, name, f"value {value!r} is not a finite real number")
+        values.append(float(value))
+    if any(b < a for a, b in zip(values, values[1:])):
+        raise SpecError(source, name, "values must be in increasing order")
+    if not isinstance(axis.log, (bool, np.bool_)):
+        raise SpecError(source, name, f"log must be True or False, got {axis.log!r}")
+    low, high = values[0], values[-1]
+    if low <= 0 and (axis.log or name in ("init_scale", "learning_rate")):  # hidden_units: as [training] says
+        what = "a log axis needs values above 0" if axis.log else "values must be positive"
+        raise SpecError(source, name, f"{what}, got {low:g}")
+    if name not in TRAINING_AXES:  # a parameter takes any real value, within a declared domain
+        task.check_domain(name, low, name, source)
+    else:  # the spec's own limits, on the axis' smallest and largest values
+        if name == "hidden_units":
+            fractional = [v for v in values if v != int(v)]
+            if fractional:
+                raise SpecError(source, name, f"values must be whole numbers, got {fractional[0]:g}")
+        for bound in (low, high):
+            training_value(name, int(bound) if name == "hidden_units" else bound, source, name)
+    return Axis(name, tuple(values), bool(axis.log))
+
+
+def check_axes(axes: Sequence[Axis], task: Task | None = None) -> list[Axis]:
+    """The grid's axes, each checked by `check_axis` (where ``task`` is given), and the grid's
+    limits: one or two axes, no name twice, at most :data:`MAX_GRID_POINTS` points."""
+    if isinstance(axes, Axis):
+        raise SpecError("axis", "axes", "give a list of axes, e.g. [Axis(...)]")
+    axes = list(axes)
+    if task is not None:
+        axes = [check_axis(a, task) if isinstance(a, Axis) else _not_an_axis(a) for a in axes]
     if not axes:
         raise SpecError("--grid", "grid", "give one or two axes: --grid NAME=START:STOP:NUM[:log]")
     if len(axes) > MAX_AXES:
@@ -160,12 +213,20 @@ def check_axes(axes: Sequence[Axis]) -> None:
     points = math.prod(len(a.values) for a in axes)
     if points > MAX_GRID_POINTS:
         raise SpecError("--grid", "grid", f"{points} points is above the limit of {MAX_GRID_POINTS}")
+    return axes
+
+
+def _not_an_axis(value) -> Axis:
+    raise SpecError("axis", type(value).__name__, "expected an Axis (or gdln.parse_axis('NAME=START:STOP:NUM'))")
 
 
 def check_sweep_size(task: Task, axes: Sequence[Axis], check: int) -> None:
     """Refuse, before any work, a sweep whose seeds times grid points (the alignment phase's runs)
     or checked points times seeds (the checks' training runs) is above its limit
-    (:data:`derive.spec.limits.MAX_SWEEP_RUNS`, :data:`derive.spec.limits.MAX_SWEEP_TRAINING_RUNS`)."""
+    (:data:`derive.spec.limits.MAX_SWEEP_RUNS`, :data:`derive.spec.limits.MAX_SWEEP_TRAINING_RUNS`),
+    and a ``check`` that is not a whole number of points, 0 or more."""
+    if isinstance(check, (bool, np.bool_)) or not isinstance(check, Integral) or check < 0:
+        raise SpecError("--check", repr(check), "must be 0 or a positive number of points")
     seeds = task.training.seeds
     points = math.prod(len(a.values) for a in axes)
     runs = seeds * points
@@ -439,7 +500,7 @@ def sweep_report(
 
     Raises:
         SpecError: for axes or values the task cannot be raced at."""
-    check_axes(axes)
+    axes = check_axes(axes, task)  # an Axis built in Python is checked as --grid checks its text
     check_sweep_size(task, axes, check)
     if agf and not check:
         raise SpecError(task.source, "--agf", "compares the AGF model with trained networks: it needs --check")
@@ -625,7 +686,8 @@ def trained_points(
         One `TrainedPoint` per grid point, in the grid's order."""
     overrides = dict(overrides or {})
     if seeds is not None:
-        task = task.with_training(seeds=seeds)
+        task = task.with_training(seeds=training_value("seeds", seeds, "trained_points", "seeds"))
+    axes = check_axes(axes, task)
     grid = sweep_grid(task, axes, overrides)
     models = TaskPredictions(task)
     ok, inputs, targets = finite_points(models, grid)

@@ -48,8 +48,19 @@ class EvaluationError(ArithmeticError):
     """An expression that has no finite value at the given parameter values; the message says why."""
 
 
+def plain_number(value):
+    """``value``, or the Python number a NumPy scalar holds (``numpy.float64(1.5)`` -> ``1.5``,
+    ``numpy.int64(3)`` -> ``3``, ``numpy.bool_`` -> ``bool``; ``float()`` of ``numpy.float64``
+    alone would keep its type, whose ``repr`` is not a decimal). NumPy is not imported."""
+    if type(value).__module__ == "numpy" and getattr(value, "ndim", None) == 0:
+        return value.item()
+    return value
+
+
 def exact_number(value, source: str, key: str) -> sympy.Expr:
-    """An exact SymPy number for a TOML int or float (floats via their decimal text), or a Fraction."""
+    """An exact SymPy number for a TOML int or float (floats via their decimal text), or a Fraction;
+    a NumPy scalar (``numpy.float64``, ``numpy.int64``) is read as the Python number it holds."""
+    value = plain_number(value)
     if isinstance(value, bool):
         raise SpecError(source, key, f"expected a number, got {str(value).lower()}")
     if isinstance(value, int):

@@ -33,6 +33,7 @@ from .expressions import (
     exact_number,
     parse_expression,
     parse_value,
+    plain_number,
 )
 from .graph import Graph, check_gate_values, index_list, read_graph
 from .limits import (
@@ -357,6 +358,8 @@ def task_from_dict(document: Mapping[str, Any], source: str = "<python>", defaul
     """
     _require_table(document, source, "spec")
     _check_nesting(document, source)
+    document = _plain_numbers(document)  # NumPy scalars and arrays, as the Python numbers and lists they hold
+    _check_nesting(document, source)  # an array's rows are nested lists now
     _reject_unknown(document, TOP_LEVEL_KEYS, source, "")
     title = document.get("title", default_title)
     if not isinstance(title, str):
@@ -382,6 +385,19 @@ def task_from_dict(document: Mapping[str, Any], source: str = "<python>", defaul
         labels=labels,
         domains=domains,
     )
+
+
+def _plain_numbers(value):
+    """``value`` (within the nesting limit) with every NumPy scalar and array replaced by the
+    Python number or list it holds (`derive.spec.expressions.plain_number`), so that a spec built
+    with NumPy reads as the same spec written in TOML."""
+    if type(value).__module__ == "numpy" and hasattr(value, "tolist"):
+        return value.tolist()
+    if isinstance(value, Mapping):
+        return {k: _plain_numbers(v) for k, v in value.items()}
+    if type(value) in (list, tuple):
+        return type(value)(_plain_numbers(v) for v in value)
+    return value
 
 
 def _check_nesting(document, source):
@@ -616,6 +632,7 @@ def _read_data(table, symbols, source):
 
 
 def _positive_int(value, source, key, limit=None):
+    value = plain_number(value)
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise SpecError(source, key, f"expected a positive integer, got {value!r}")
     if limit is not None and value > limit:

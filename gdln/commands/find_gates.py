@@ -7,7 +7,7 @@ from gdln.derive.words import plural
 from gdln.verify.files import SPEC_SUFFIXES
 
 from .arguments import load, training_settings, with_spec
-from .output import append_network, check_output, emit
+from .output import append_network, check_output, emit, finite_text
 
 MAX_CLUSTERS = 64
 
@@ -45,7 +45,7 @@ def _render_find_gates(report):
         f"{plural(report['seeds'], 'training run')}, {len(report['snapshots'])} snapshots, {report['distinct_rows']} distinct rows"
     )
     for entry in report["clusters"]:
-        print(f"  k = {entry['k']}: {plural(entry['pathways'], 'pathway')}, mse {entry['mse']:.3g}")
+        print(f"  k = {entry['k']}: {plural(entry['pathways'], 'pathway')}, mse {finite_text(entry['mse'])}")
         for pattern in entry["patterns"]:
             gates = "".join(str(g) for g in pattern["gates"])
             mark = {True: "", False: "  (not realizable by one ReLU unit)", None: "  (empty)"}[pattern["realizable"]]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -56,15 +57,32 @@ def emit(report: Report | dict, as_json: bool, render, *, markdown: bool = False
 
 
 def number_text(value) -> str:
-    return "never" if value is None else f"{value:.6g}"
+    if value is None:
+        return "never"
+    return f"{value:.6g}" if math.isfinite(value) else NOT_FINITE
+
+
+#: what the text says for a number that is NaN or infinite (a diverged run), never ``nan%``
+NOT_FINITE = "not finite"
+
+
+def finite_text(value, spec: str = ".3g", missing: str = NOT_FINITE) -> str:
+    """``value`` formatted by ``spec``; in words where it is missing or not finite (a diverged run)."""
+    if value is None:
+        return missing
+    return format(value, spec) if math.isfinite(value) else NOT_FINITE
 
 
 def yes_no(flag) -> str:
     return "yes" if flag else "no"
 
 
-def percent(fraction) -> str:
-    return "never" if fraction is None else f"{100 * fraction:.3g}%"
+def percent(fraction, spec: str = ".3g", missing: str = "never") -> str:
+    """``fraction`` in %; ``missing`` where it is None, ``not finite`` where it is NaN or infinite
+    (a diverged run: never ``nan%``)."""
+    if fraction is None:
+        return missing
+    return f"{100 * fraction:{spec}}%" if math.isfinite(fraction) else NOT_FINITE
 
 
 def parameters_line(parameters: dict, exceptional_point: str | None = None) -> None:

@@ -6,7 +6,7 @@ from gdln.derive.words import plural
 from gdln.verify.files import CURVES_SUFFIXES
 
 from .arguments import add_training_arguments, load, training_settings, with_spec
-from .output import check_output, emit, number_text
+from .output import check_output, emit, finite_text, number_text
 
 
 def _render_simulate(report):
@@ -15,7 +15,7 @@ def _render_simulate(report):
         f"{plural(report['devices'], 'device')}"
     )
     for k, (h, n, f) in enumerate(zip(report["t_half"], report["t_90"], report["loss_final"])):
-        print(f"  seed {k}: t_half {number_text(h)}  t_90 {number_text(n)}  final loss {f:.3g}")
+        print(f"  seed {k}: t_half {number_text(h)}  t_90 {number_text(n)}  final loss {finite_text(f)}")
 
 
 def cmd_simulate(args):

@@ -477,28 +477,95 @@ def _without_cancellation(expr: sympy.Expr) -> sympy.Expr:
     return sympy.factor(sympy.expand(p * p - q * q * root.base)) / (p - q * root)
 
 
+def _in_root_ring(numerator: sympy.Expr, denominator: sympy.Expr, root: sympy.Expr) -> tuple | None:
+    """``((p, q), (m, n), R, ring)`` with ``numerator = p + q r``, ``denominator = m + n r`` and
+    ``R = r^2`` (``r = sqrt(R)``), polynomials in the parameters alone held in ``ring = Q[x, params]``;
+    ``None`` where either side is not a polynomial in ``r`` and the parameters over ``Q``.
+
+    The expressions are read into ``Q[x, params]`` as they are built (sums of products of vector
+    entries), with each power ``R^(k/2)`` as ``x^k``, and reduced modulo ``x^2 - R`` there: no
+    SymPy ``expand`` of the products (13 s for one mode of a two-parameter tree, 0.1 s so)."""
+    x = sympy.Dummy("r")
+    symbols = sorted((numerator.free_symbols | denominator.free_symbols | root.free_symbols), key=lambda s: s.name)
+    ring = QQ[(x, *symbols)]
+    base = root.base
+
+    def element(expr):
+        powers = {
+            p: x ** int(2 * p.exp)
+            for p in expr.atoms(sympy.Pow)
+            if p.base == base and p.exp.is_Rational and p.exp.q == 2 and p.exp > 0
+        }
+        return ring.from_sympy(expr.xreplace(powers))
+
+    try:
+        radicand = ring.from_sympy(sympy.expand(base))
+        top, bottom = element(numerator), element(denominator)
+    except (sympy.polys.polyerrors.CoercionFailed, sympy.polys.polyerrors.GeneratorsError, ValueError):
+        return None
+    minimal = ring.gens[0] ** 2 - radicand
+
+    def parts(value):
+        constant, linear = {}, {}
+        for monom, coefficient in value.rem(minimal).terms():
+            (linear if monom[0] else constant)[(0, *monom[1:])] = coefficient
+        return ring.ring.from_dict(constant), ring.ring.from_dict(linear)
+
+    return parts(top), parts(bottom), radicand, ring
+
+
+def _over_root(numerator: sympy.Expr, denominator: sympy.Expr, radicand: sympy.Expr) -> tuple[sympy.Expr, bool]:
+    """``(numerator / denominator, False)`` factored, or ``(numerator / (denominator / R), True)``
+    where the radicand ``R`` divides the denominator: ``q r / (R k)`` prints ``q / (k r)``."""
+    if numerator != 0:
+        quotient, remainder = sympy.div(denominator, radicand, *sorted(radicand.free_symbols, key=str))
+        if remainder == 0:
+            return sympy.factor(numerator / quotient), True
+    return sympy.factor(numerator / denominator), False
+
+
 def _rationalised(numerator: sympy.Expr, denominator: sympy.Expr) -> sympy.Expr | None:
-    """``numerator / denominator`` written as ``(A + B r) / C`` with polynomials ``A, B, C`` in the
-    parameters and their common factor cancelled, when both lie in ``Q(params)[r]`` for a single
-    square root ``r = sqrt(p)``; ``None`` otherwise. Polynomial arithmetic only (fast)."""
+    """``numerator / denominator`` written as ``A / C + (B / D) r`` (or ``A / C + B / (D' r)`` where
+    ``D = D' R``): a rational function plus a rational function times (or over) a single square
+    root ``r = sqrt(R)``, each cancelled and factored with integer coefficients, when both sides
+    lie in ``Q[params][r]``; ``None`` otherwise. Polynomial arithmetic only (fast).
+
+    For the tree task's ``dense`` network, ``d = 5/8 + (a^2 + 12 b^2 + 31) / (8 sqrt(R))``, where the
+    expanded form held ``9671406556917033397649408 * (... / 77371252455336267181195264) / (27 R)``."""
     roots = _square_roots(numerator) | _square_roots(denominator)
     if len(roots) != 1:
         return None
     root = roots.pop()
-    radicand = sympy.expand(root.base)
-    top, bottom = _in_root(numerator, root), _in_root(denominator, root)
-    if top is None or bottom is None:
-        return None
-    (p, q), (m, n) = top, bottom
-    # (p + q r)/(m + n r) = (p + q r)(m - n r)/(m^2 - n^2 r^2)
-    whole = sympy.expand(p * m - q * n * radicand)
-    part = sympy.expand(q * m - p * n)
-    below = sympy.expand(m * m - n * n * radicand)
-    if below == 0:
-        return None
-    common = sympy.gcd(sympy.gcd(whole, part), below)
-    whole, part, below = (sympy.cancel(e / common) for e in (whole, part, below))
-    return (sympy.factor(whole) + sympy.factor(part) * root) / sympy.factor(below)
+    in_ring = _in_root_ring(numerator, denominator, root)
+    if in_ring is not None:
+        (p, q), (m, n), radicand, ring = in_ring
+        # (p + q r)/(m + n r) = (p + q r)(m - n r)/(m^2 - n^2 r^2)
+        whole, part, below = p * m - q * n * radicand, q * m - p * n, m * m - n * n * radicand
+        if not below:
+            return None
+        # cancelled in the ring: SymPy's cancel of the expanded expressions takes 10x longer
+        first, second = whole.cancel(below), part.cancel(below)
+        rational = sympy.factor(ring.to_sympy(first[0]) / ring.to_sympy(first[1]))
+        if not part:
+            return rational
+        top_part, bottom_part, radicand = (ring.to_sympy(e) for e in (*second, radicand))
+    else:
+        top, bottom = _in_root(numerator, root), _in_root(denominator, root)
+        if top is None or bottom is None:
+            return None
+        (p, q), (m, n) = top, bottom
+        radicand = sympy.expand(root.base)
+        whole = sympy.expand(p * m - q * n * radicand)
+        part = sympy.expand(q * m - p * n)
+        below = sympy.expand(m * m - n * n * radicand)
+        if below == 0:
+            return None
+        rational = sympy.factor(sympy.cancel(whole / below))
+        if part == 0:
+            return rational
+        top_part, bottom_part = sympy.fraction(sympy.cancel(part / below))
+    coefficient, over = _over_root(top_part, bottom_part, radicand)
+    return rational + (coefficient / root if over else coefficient * root)
 
 
 def _canonical(expr: sympy.Expr, field) -> sympy.Expr:

@@ -82,7 +82,7 @@ def _line_width(text: str) -> float:
     total = 0.0
     while (start := text.find(_BEGIN)) >= 0:
         depth, position = 0, start
-        while True:
+        while position < len(text):  # an array left open (a piece of a split line) ends the text
             if text.startswith(_BEGIN, position):
                 depth += 1
             elif text.startswith(_END, position):
@@ -105,12 +105,13 @@ def width(tex: str) -> float:
 
 
 def split_sum(tex: str, limit: int = MAX_LINE) -> list[str]:
-    """A long sum broken before its top-level ``+`` and ``-`` into lines of at most ``limit`` symbols."""
+    """A long sum broken before its top-level ``+`` and ``-`` into lines of at most ``limit`` symbols
+    (never inside an array: a sign in one of its cells is not at the top level)."""
     pieces, depth, start = [], 0, 0
     position = 0
     while position < len(tex):
-        opening = re.match(r"\\(left|[bB]igg?l)\b", tex[position:])
-        closing = re.match(r"\\(right|[bB]igg?r)\b", tex[position:])
+        opening = re.match(r"\\(left|[bB]igg?l)\b", tex[position:]) or tex.startswith(_BEGIN, position)
+        closing = re.match(r"\\(right|[bB]igg?r)\b", tex[position:]) or tex.startswith(_END, position)
         if opening or tex[position] == "{":
             depth += 1
         elif closing or tex[position] == "}":

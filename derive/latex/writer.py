@@ -26,6 +26,7 @@ from . import dynamics
 from .document import Document, heading
 from .matrices import describe, math, restrict, simplified, structured
 from .text import counted, diagonalisation_failures, escape_text, in_words, name, ranges
+from .width import MAX_LINE, width
 
 if TYPE_CHECKING:  # annotations only: derivation.py imports this module for its LaTeX display
     from ..crossover import Crossover
@@ -210,12 +211,33 @@ def _over_one_denominator(expr: sympy.Expr) -> sympy.Expr:
     return joined if len(sympy.latex(joined)) < len(sympy.latex(expr)) else expr
 
 
-def _class_table(doc: Document, derivation, p: int) -> str:
-    rows = []
-    for j, c in enumerate(derivation.symmetry.classes[p]):
-        d = doc.value(_over_one_denominator(c.input_variance))
-        rows.append(f"{j + 1} & \\text{{{ranges(c.modes)}}} & {doc.value(c.s)} & {d}")
-    return Document.array("cccc", "\\text{class} & \\text{modes } k & s & d", rows)
+def _class_table(doc: Document, derivation, p: int) -> tuple[str, list[tuple[str, str]]]:
+    """Pathway ``p``'s table of classes, and the entries it names instead of writing them: where the
+    table is wider than a line, its widest ``s`` or ``d`` entries, one by one until it fits, are
+    written as ``s_{p,k}`` or ``d_{p,k}`` (``k`` the class's first mode), each one an equation shown
+    below the tables (the pair ``(name, value)``)."""
+    number = doc.numbers[derivation.pathways[p].name]
+    classes = derivation.symmetry.classes[p]
+    cells = [[doc.value(c.s), doc.value(_over_one_denominator(c.input_variance))] for c in classes]
+    named: dict[tuple[int, int], str] = {}
+
+    def table() -> str:
+        rows = [
+            f"{j + 1} & \\text{{{ranges(c.modes)}}} & "
+            + " & ".join(named.get((j, column), cells[j][column]) for column in range(2))
+            for j, c in enumerate(classes)
+        ]
+        return Document.array("cccc", "\\text{class} & \\text{modes } k & s & d", rows)
+
+    while width(table()) > MAX_LINE:
+        left = [(width(cells[j][column]), j, column) for j in range(len(classes)) for column in range(2)]
+        left = [entry for entry in left if entry[1:] not in named]
+        if not left:
+            break
+        _, j, column = max(left)
+        named[(j, column)] = f"{'sd'[column]}_{{{number},{classes[j].modes[0] + 1}}}"
+    pairs = [(named[key], cells[key[0]][key[1]]) for key in sorted(named)]
+    return table(), pairs
 
 
 def _svd(doc: Document, derivation, level: str) -> str:
@@ -228,7 +250,11 @@ def _svd(doc: Document, derivation, level: str) -> str:
             "its multiplicity is the number of its modes.\n",
         )
     )
-    tables = [_class_table(doc, derivation, p) for p in range(len(derivation.pathways))]
+    tables, named = [], []
+    for p in range(len(derivation.pathways)):
+        table, pairs = _class_table(doc, derivation, p)
+        tables.append(table)
+        named.extend(pairs)
     labelled, position = [], 0
     while position < len(tables):
         same_table = [position]
@@ -239,6 +265,12 @@ def _svd(doc: Document, derivation, level: str) -> str:
         labelled.append(f"\\begin{{array}}{{c}}\\text{{{label}}} \\\\[2pt]\n{tables[position]}\n\\end{{array}}")
         position += len(same_table)
     lines.append(doc.display(doc.rows(labelled, separator=" \\qquad ")))
+    if named:  # the entries too wide for the tables
+        equations = [f"{lhs} = {rhs}" for lhs, rhs in named]
+        if all(width(e) <= MAX_LINE for e in equations):
+            lines.append("where\n" + doc.display(doc.rows(equations)))
+        else:
+            lines.append("where\n" + "".join(doc.display(e) for e in equations))
     vectors = []
     for pathway_derivation in derivation.pathways:
         pathway = pathway_derivation.pathway

@@ -554,9 +554,9 @@ def check_compiled(folder: Path) -> int:
     """Remove from JAX's cache ``folder`` every entry that is not as gdln listed it when a command
     last ended (:func:`write_manifest`), before JAX is pointed there: JAX runs what it reads
     unchecked, and an entry swapped with another, or changed (even re-compressed so that JAX's
-    own checks pass), could crash the process or give another answer. An entry missing from the
-    list, whose keyed digest differs, or that is not a regular file is removed; JAX compiles it
-    again. Returns how many were removed. Does nothing while the disk cache is off."""
+    own checks pass), could crash the process or give another answer. A listed entry whose keyed
+    digest differs, or an entry that is not a regular file, is removed; JAX compiles it again. An
+    entry not yet listed (another command's, still running) is left, and listed at this end. Returns how many were removed. Does nothing while the disk cache is off."""
     _compiled.clear()
     if cache_root() is None:
         return 0
@@ -575,6 +575,11 @@ def check_compiled(folder: Path) -> int:
         known = listed.get(entry.name)
         if found is not None and isinstance(known, dict) and hmac.compare_digest(found[3], str(known.get("digest"))):
             _compiled[entry.name] = found
+            continue
+        if found is not None and known is None:
+            # written by a command still running, or one that ended without listing it (an error):
+            # a regular file in the owner-only folder, listed when this command ends. Removing it
+            # would make commands sharing a cache recompile each other's work, and say so on stderr
             continue
         try:
             os.unlink(entry.path)

@@ -544,14 +544,15 @@ def test_swapped_or_changed_compiled_entries_are_removed_and_recompiled(warm_cac
     before = entries[2].stat()
     entries[2].write_bytes(compress_executable(bytes(payload)))
     os.utime(entries[2], ns=(before.st_atime_ns, before.st_mtime_ns))  # as if untouched
-    (folder / "jax" / "jit_planted-0123-cache").write_bytes(entries[3].read_bytes())  # not listed
+    # not listed: another command's, still running (commands share a cache); left in place
+    (folder / "jax" / "jit_planted-0123-cache").write_bytes(entries[3].read_bytes())
 
     done = _race(folder, config)
     assert done.returncode == 0, done.stderr
-    assert done.stderr.splitlines().count(_removed_line(4)) == 1
+    assert done.stderr.splitlines().count(_removed_line(3)) == 1
     assert "Traceback" not in done.stderr and "warning" not in done.stderr
     assert json.loads(done.stdout) == answer
-    assert not (folder / "jax" / "jit_planted-0123-cache").exists()
+    assert (folder / "jax" / "jit_planted-0123-cache").exists()
 
     again = _race(folder, config)  # recompiled and listed: nothing more to remove
     assert again.returncode == 0 and "gdln:" not in again.stderr, again.stderr

@@ -26,6 +26,7 @@ from gdln.numeric.prediction import (
 )
 from gdln.numeric.training import initial_relu_weights
 
+from . import rules
 from .checks import check_training_size, check_values, parameters_in_words
 from .entries import epoch_grid, parameter_entry, parameter_vector, theory_stride
 from .progress import Stages
@@ -77,6 +78,19 @@ def alignment_validity(models: TaskPredictions, alignment: Alignment, values: Ma
         initial,
     )
     return predicted_validity(hold, starts, initial)
+
+
+def alignment_follows(models: TaskPredictions, alignment: Alignment, initial, values: Mapping, training) -> dict:
+    """`verify.rules.predicted_follows` from the alignment phase alone, as ``verify`` makes it
+    before it trains: each candidate and the aligned GDLN continued from the settled units by
+    gradient descent at the training step, over the whole run."""
+    ts = epoch_grid(training.epochs, theory_stride(training.epochs))
+    aligned = aligned_candidate(models, alignment)
+    curves = predicted_relu_curves(
+        models, candidate_predictions(models, (aligned,)), initial, values, training, ts, alignment=alignment
+    )
+    model = curves.pop(aligned.name)
+    return rules.predicted_follows(curves, model)
 
 
 def aligned_candidate(models: TaskPredictions, alignment: Alignment) -> Network:
@@ -315,6 +329,14 @@ def verify_report(
         alignment=alignment,
     )
     predicted = None if alignment is None else alignment_validity(models, alignment, values, training)
+    follows_predicted = (
+        None
+        if alignment is None
+        else rules.predicted_follows(
+            {name: curve for name, curve in predictions.items() if name not in {n.name for n in extra}},
+            predictions[extra[0].name],
+        )
+    )
     agf_model = None
     if agf:
         step("the alternating gradient flows model from the initial weights")
@@ -361,6 +383,7 @@ def verify_report(
     if alignment is not None:
         report["alignment"] = alignment_entry(alignment, [*task.networks, *extra])
         report["predicted_validity"] = predicted
+        report["predicted_follows"] = follows_predicted
     if agf_model is not None:
         report["agf"] = agf_entry(agf_model, ts, relu)
         if note := divergence_note("prediction of the AGF model", ts, agf_model["curve"]):

@@ -22,7 +22,7 @@ from gdln.numeric.prediction import (
 from .checks import check_training_size, check_values
 from .derivation_report import crossover_entries
 from .entries import epoch_grid, finite_or_none, parameter_entry, parameter_vector, theory_stride, value_entry
-from .following import alignment_validity, relu_alignment, relu_initial_weights
+from .following import alignment_follows, alignment_validity, relu_alignment, relu_initial_weights
 from .progress import progress
 from .reports import RaceReport
 from .rules import race_order, race_winner
@@ -164,8 +164,10 @@ def race_report(
     }
     if predict_validity:
         check_training_size(task, training, "relu")
-        alignment = relu_alignment(models, relu_initial_weights(task, training), values, training)
+        initial = relu_initial_weights(task, training)
+        alignment = relu_alignment(models, initial, values, training)
         report["predicted_validity"] = alignment_validity(models, alignment, values, training)
+        report["predicted_follows"] = alignment_follows(models, alignment, initial, values, training)
     if exceptional_point is not None:
         report["exceptional_point"] = exceptional_point
     return RaceReport.from_json(report)

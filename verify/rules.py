@@ -200,3 +200,55 @@ def followed_candidate(networks: list[dict]) -> tuple[str | None, list[str]]:
         )
         follows = None
     return follows, notes
+
+
+#: the error of the theory's best model of a trained ReLU network, the aligned GDLN (the GDLN of
+#: the settled gate patterns): its largest measured deviation from the trained networks, in
+#: fractions of the initial loss, where the alignment phase holds (init scale at most 1e-4:
+#: 0.003 on XoR, 0.017-0.034 on Section 4 and Section 5 K = 3; docs/accuracy.md). A candidate
+#: nearer that model than the next by less than this is not told apart from it.
+FOLLOWS_ERROR = 0.034
+
+#: the rule of `predicted_follows`, as the reports state it
+FOLLOWS_RULE = (
+    "the candidate whose alignment-seeded curve is nearest the aligned GDLN's over the whole run"
+    " (verify's rule, the aligned GDLN in the trained network's place); undecided where the next is"
+    f" nearer than that by less than {FOLLOWS_ERROR:g} of the initial loss, the aligned GDLN's own measured error"
+)
+
+
+def predicted_follows(curves: Mapping[str, np.ndarray], model: np.ndarray) -> dict[str, Any]:
+    """The candidate the ReLU network is predicted to follow, without training: of the
+    candidates' ``curves`` (alignment-seeded, at the same epochs), the one :func:`followed_candidate`
+    picks against ``model``, the aligned GDLN's curve, in the trained network's place.
+
+    Returns:
+        ``network`` (``None`` where undecided), ``nearest`` (the nearest candidate whatever the
+        margin), ``margin`` (how much nearer it is than the next, in units of
+        :data:`FOLLOWS_ERROR`; ``None`` with one candidate), ``decided`` and ``deviations`` (each
+        candidate's largest deviation from the model, in fractions of its initial loss)."""
+    model = np.asarray(model, dtype=np.float64)
+    networks: list[dict[str, Any]] = []
+    for name, curve in curves.items():
+        gap = np.abs(np.asarray(curve, dtype=np.float64) - model)
+        networks.append(
+            {
+                "name": name,
+                "max_deviation": float(np.max(gap) / model[0]),
+                "mean_deviation": float(np.mean(gap) / model[0]),
+                "from_alignment": False,
+            }
+        )
+    nearest, _ = followed_candidate(networks)
+    ranked = sorted(
+        (n["max_deviation"] for n in networks if math.isfinite(n["max_deviation"])),
+    )
+    margin = (ranked[1] - ranked[0]) / FOLLOWS_ERROR if nearest is not None and len(ranked) > 1 else None
+    decided = nearest is not None and (margin is None or margin >= 1.0)
+    return {
+        "network": nearest if decided else None,
+        "nearest": nearest,
+        "margin": margin,
+        "decided": decided,
+        "deviations": {n["name"]: finite_or_none(n["max_deviation"]) for n in networks},
+    }

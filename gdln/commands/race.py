@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gdln.verify.reports import predicted_validity_text
+from gdln.verify.reports import predicted_follows_text, predicted_validity_text
 
 from .arguments import load, training_settings, with_spec
 from .output import ALGEBRAIC_NOTE, emit, has_algebraic, number_text, parameters_line, percent, value_text
@@ -73,6 +73,8 @@ def _render_race(report):
         print(ALGEBRAIC_NOTE)
     if report.get("predicted_validity") is not None:
         print(f"predicted validity (no training): {predicted_validity_text(report['predicted_validity'])}")
+    if report.get("predicted_follows") is not None:
+        print(f"predicted to be followed (no training): {predicted_follows_text(report['predicted_follows'])}")
 
 
 def cmd_race(args):

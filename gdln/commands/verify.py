@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 from gdln.derive.words import plural
-from gdln.verify.reports import agf_text, predicted_validity_text, resolution_text, validity_text
+from gdln.verify.reports import (
+    agf_text,
+    predicted_follows_text,
+    predicted_validity_text,
+    resolution_text,
+    validity_text,
+)
 
 from .arguments import add_training_arguments, load, training_settings, with_spec
 from .output import NOT_FINITE, emit, number_text, parameters_line, percent
@@ -39,6 +45,8 @@ def _render_verify(report):
         print(f"  validity: {verdict}")
     if report.get("predicted_validity") is not None:
         print(f"  predicted before training: {predicted_validity_text(report['predicted_validity'])}")
+    if report.get("predicted_follows") is not None:
+        print(f"  predicted to be followed, before training: {predicted_follows_text(report['predicted_follows'])}")
     if report.get("agf") is not None:
         print(f"  {agf_text(report['agf'])}")
     said = resolution_text(report.get("resolution"))

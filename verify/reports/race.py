@@ -29,6 +29,9 @@ class RaceReport(Report):
             ``value``, ``faster_below``, ``faster_above``.
         predicted_validity: with ``predict_validity``, the theory's own verdict on where it holds
             (``verify.rules.predicted_validity``), as in `VerifyReport`; else ``None``.
+        predicted_follows: with ``predict_validity``, the candidate the ReLU network is predicted
+            to follow, without training (`verify.rules.predicted_follows`): ``network`` (``None``
+            where undecided), ``nearest``, ``margin``, ``decided``, ``deviations``; else ``None``.
         exceptional_point: where the point lies on the generic derivation's exceptional set or
             outside its domain, the condition it meets (``"a = b"``): everything was derived at
             the point, exactly, as ``--set`` derives it (`derive.exceptional`); else ``None``.
@@ -41,6 +44,7 @@ class RaceReport(Report):
     winner: str | None
     crossovers: list[dict[str, Any]]
     predicted_validity: dict[str, Any] | None = optional()
+    predicted_follows: dict[str, Any] | None = optional()
     exceptional_point: str | None = optional()
 
     def _repr_markdown_(self) -> str:
@@ -93,6 +97,8 @@ class VerifyReport(Report):
         census: on context tasks, the hidden units' gate census; else ``None``.
         mds: on context tasks, the followed candidate's representations against the ReLU
             network's; else ``None``.
+        predicted_follows: with the alignment phase, the candidate predicted to be followed before
+            training, as in `RaceReport`.
         exceptional_point: as in `RaceReport`: the condition the point meets where the generic
             derivation fails there (everything derived at the point), else ``None``.
     """
@@ -109,6 +115,7 @@ class VerifyReport(Report):
     networks: list[dict[str, Any]]
     alignment: dict[str, Any] | None = optional()
     predicted_validity: dict[str, Any] | None = optional()
+    predicted_follows: dict[str, Any] | None = optional()
     agf: dict[str, Any] | None = optional()
     notes: list[str] | None = optional()
     census: dict[str, Any] | None = optional()
@@ -190,6 +197,17 @@ def agf_text(agf: Mapping[str, Any]) -> str:
     size = "not finite" if agf["max_deviation"] is None else f"{100 * agf['max_deviation']:.3g}% of the initial loss"
     units = ", ".join(str(n) for n in agf["activated_units"])
     return f"{agf['dynamics']} (AGF): max deviation {size}, {where} where the theory holds; units activated per seed: {units}"
+
+
+def predicted_follows_text(predicted: Mapping[str, Any]) -> str:
+    """`verify.rules.predicted_follows`'s verdict in one line."""
+    nearest, margin = predicted["nearest"], predicted["margin"]
+    if nearest is None:
+        return "undecided: no candidate's curve is finite and apart from the others"
+    gap = "" if margin is None else f", {margin:.2g}x the aligned GDLN's measured error nearer than the next"
+    if predicted["decided"]:
+        return f"{nearest} (nearest the aligned GDLN's curve{gap})"
+    return f"undecided: {nearest} is nearest the aligned GDLN's curve, but only by {margin:.2g}x its measured error"
 
 
 def predicted_validity_text(predicted: Mapping[str, Any]) -> str:

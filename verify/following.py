@@ -342,7 +342,9 @@ def verify_report(
         step("the alternating gradient flows model from the initial weights")
         agf_model = agf_prediction(models, initial, values, training, stride)
     step(f"training the ReLU network ({plural(training.seeds, 'seed')})")
-    run, _, _ = train_network(models.task, "relu", None, seeds, epochs, models)
+    # the point's values on the task in use (none left where it is derived at the point)
+    at_point = {symbol.name: value for symbol, value in values.items()}
+    run, _, _ = train_network(models.task, "relu", at_point, seeds, epochs, models)
     relu = np.mean(np.asarray(run.losses), axis=0)[::stride]
     from_alignment = {n.name for n in extra}
     networks: list[dict[str, Any]] = [
@@ -395,7 +397,7 @@ def verify_report(
         inputs, _ = models.dataset(parameter_vector(models.task, values))
         report["census"] = gate_census(task, inputs, *run.final)
         if representations and follows is not None:
-            reln, _, _ = train_network(models.task, follows, None, 1, epochs, models)
+            reln, _, _ = train_network(models.task, follows, at_point, 1, epochs, models)
             report["mds"] = {"network": follows, **mds_comparison(*hidden_layers(task, run, reln, follows, inputs))}
     if exceptional_point is not None:
         report["exceptional_point"] = exceptional_point

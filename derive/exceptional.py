@@ -164,16 +164,22 @@ def _no_real_zero(poly: sympy.Poly) -> bool:
     return constant > 0 and all(c > 0 and all(e % 2 == 0 for e in monomial) for monomial, c in terms)
 
 
-def describe(condition: sympy.Expr) -> str:
-    """A condition as a theorist writes it: ``a = 1``, ``a = b``, ``a**2 - 3*b = 0``."""
+def as_equation(condition: sympy.Expr) -> sympy.Equality:
+    """A condition as a theorist writes it: ``a = 1``, ``a = b``, else ``P = 0``."""
     symbols = sorted(condition.free_symbols, key=lambda s: s.name)
     if condition.is_polynomial(*symbols) and sympy.Poly(condition, *symbols).total_degree() == 1:
         poly = sympy.Poly(condition, *symbols)
         lead = next(s for s in symbols if poly.coeff_monomial(s) != 0)
         solved = sympy.solve(condition, lead)
         if len(solved) == 1:
-            return f"{lead} = {solved[0]}"
-    return f"{condition} = 0"
+            return sympy.Eq(lead, solved[0], evaluate=False)
+    return sympy.Eq(condition, 0, evaluate=False)
+
+
+def describe(condition: sympy.Expr) -> str:
+    """:func:`as_equation` as text: ``a = 1``, ``a = b``, ``a**2 - 3*b = 0``."""
+    equation = as_equation(condition)
+    return f"{equation.lhs} = {equation.rhs}"
 
 
 def _exact(value) -> sympy.Expr:

@@ -330,3 +330,13 @@ def test_generated_tasks_at_points_on_their_set_equal_the_set_route(document):
                     assert ours[key] is None, (point, ours["name"], key)
                 else:
                     assert ours[key] == pytest.approx(theirs[key], rel=RTOL), (point, ours["name"], key)
+
+
+def test_derive_prints_the_set_in_its_json_and_latex(models):
+    from gdln.derive.latex import to_latex
+    from gdln.verify.derivation_report import derive_report
+
+    derivation = models.derivation("common+ctx")
+    report = derive_report(models.task, "common+ctx", models=models, summary=True).to_json()
+    assert {"expr": "a - b", "text": "a = b"} in report["exceptional_set"]
+    assert "except where" in to_latex(derivation) and "$a = b$" in to_latex(derivation)

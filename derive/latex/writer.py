@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 import sympy
 
 from .. import implicit
+from ..exceptional import as_equation
 from ..exported_flow import integrates_reduced_flow
 from ..words import join, plural
 from . import dynamics
@@ -358,6 +359,8 @@ def _assumptions(doc: Document, derivation, level: str) -> str:
                 "The group reduction is exact: the flow keeps one trajectory per symmetric group and class when "
                 "the modes it stands for start alike.\n"
             )
+    if derivation.parameters and not derivation.in_floats:
+        lines.append(_generic_where(derivation))
     lines.append(_closed_form_reason(derivation))
     if derivation.arithmetic != "exact":
         lines.append("Arithmetic: " + escape_text(derivation.arithmetic) + ".\n")
@@ -376,6 +379,18 @@ def _assumptions(doc: Document, derivation, level: str) -> str:
             "roots they have up to $\\deg r_k \\deg r_l$ terms with rationals of hundreds of digits.\n"
         )
     return lines[0] + " ".join(line.strip() for line in lines[1:] if line.strip()) + "\n\n"
+
+
+def _generic_where(derivation) -> str:
+    """Where the parametric derivation holds (:mod:`derive.exceptional`), in a sentence."""
+    names = ", ".join(sympy.latex(p) for p in derivation.parameters)
+    conditions = [f"${sympy.latex(as_equation(c))}$" for c in derivation.exceptional_set]
+    where = f" except where {join(conditions, 'or')}" if conditions else ""
+    return (
+        f"The expressions are generic: they hold for positive ${names}${where}. There two eigenvalues meet, "
+        "a rank changes or an eigenvector's formula vanishes, and \\texttt{gdln} derives at the point instead, "
+        "exactly.\n"
+    )
 
 
 def _closed_form_reason(derivation) -> str:

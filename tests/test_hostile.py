@@ -259,6 +259,14 @@ def test_a_spec_name_with_terminal_escapes_is_echoed_escaped(capsys, tmp_path):
     assert "\x1b" not in err and "\\x1b]0;owned\\x07\\x1b[31m.toml" in err
 
 
+def test_a_written_file_name_with_terminal_escapes_is_echoed_escaped(capsys, tmp_path):
+    """The ``wrote ...`` line echoed the name raw (issue 49): escaped the way errors escape it."""
+    plot = tmp_path / "\x1b]0;owned\x07\x1b[31m.svg"
+    code, _, err = run_cli(capsys, ["sweep", str(XOR_SPEC), "--grid", "Delta=1:1:1", "--plot", str(plot)])
+    assert code == 0, err
+    assert plot.exists() and "\x1b" not in err and "wrote " in err and "\\x1b]0;owned\\x07\\x1b[31m.svg" in err
+
+
 # --- spec paths ---------------------------------------------------------------------------------
 
 

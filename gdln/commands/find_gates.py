@@ -6,7 +6,7 @@ from gdln.derive.errors import SpecError
 from gdln.derive.words import plural
 from gdln.verify.files import SPEC_SUFFIXES
 
-from .arguments import load, training_settings, with_spec
+from .arguments import load, printable, training_settings, with_spec
 from .output import append_network, check_output, emit, finite_text
 
 MAX_CLUSTERS = 64
@@ -52,7 +52,7 @@ def _render_find_gates(report):
             print(f"      {gates}  units {pattern['units']:.1f}{mark}")
     print(f"elbow: {report['elbow']} ({report['elbow_rule']})")
     if report.get("written"):
-        print(f"wrote {report['written']}")
+        print(f"wrote {printable(str(report['written']))}")  # escaped, as in errors
 
 
 def add_parser(sub) -> None:

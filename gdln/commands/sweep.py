@@ -7,7 +7,7 @@ import sys
 from gdln.derive.errors import SpecError
 from gdln.verify.files import PLOT_SUFFIXES
 
-from .arguments import load, training_settings, with_spec
+from .arguments import load, printable, training_settings, with_spec
 from .output import check_output, emit, value_text
 from .processes import add_process_arguments
 
@@ -30,7 +30,7 @@ def cmd_sweep(args):
         from gdln.figures.sweep_figure import write_sweep_figure
 
         write_sweep_figure(report, args.plot, "--plot")
-        print(f"wrote {args.plot}", file=sys.stderr)
+        print(f"wrote {printable(str(args.plot))}", file=sys.stderr)  # escaped, as in errors
     emit(report, args.json, _render_sweep, markdown=args.markdown, fixed=task.fixed, training=training_settings(args))
 
 

@@ -196,7 +196,12 @@ def _compiled(condition: sympy.Expr, modules: str):
     symbols, compiled once per condition (``modules``: ``cmath`` for one point, ``numpy`` for many)."""
     symbols = tuple(sorted(condition.free_symbols, key=lambda s: s.name))
     gradient = [sympy.diff(condition, s) for s in symbols]
-    return symbols, sympy.lambdify(symbols, [condition, *gradient], modules=modules)
+    from .implicit import in_float_range
+
+    exprs = [condition, *gradient]
+    if modules != "cmath":  # numpy has no sin of an int past int64 (sin(1e20) in the data); cmath
+        exprs = [in_float_range(e) for e in exprs]  # takes any int, and SymPy cannot print its floats
+    return symbols, sympy.lambdify(symbols, exprs, modules=modules)
 
 
 def _near(value, gradient, point_size):

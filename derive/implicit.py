@@ -222,6 +222,25 @@ def sorted_roots(c, xp):
     return found
 
 
+#: integers above this enter compiled and numpy code as floats (:func:`in_float_range`)
+MAX_EXACT_INTEGER = 2**53
+#: the digits such a number keeps (float64 rounds it anyway)
+FLOAT_RANGE_DIGITS = 60
+
+
+def in_float_range(expr: sympy.Expr) -> sympy.Expr:
+    """``expr`` with every rational whose numerator or denominator exceeds ``MAX_EXACT_INTEGER``
+    as a ``FLOAT_RANGE_DIGITS``-digit float: float64 arithmetic rounds it anyway, and an int that
+    overflows int64 is refused by JAX and numpy (``sin(1e20)`` in a spec's data: numpy's ``sin``
+    of the int 10**20 was a ``TypeError``); a function of such a number becomes its value."""
+    big = {
+        q: sympy.Float(q, FLOAT_RANGE_DIGITS)
+        for q in expr.atoms(sympy.Rational)
+        if max(abs(q.p), q.q) > MAX_EXACT_INTEGER
+    }
+    return expr.xreplace(big) if big else expr
+
+
 def root_evaluator(roots, args, module: str = "jax"):
     """A function ``f(*values) -> list of arrays``: each root of ``roots`` at the parameter values
     ``values`` (in the order of ``args``), broadcast over their shapes, computed with ``module``
@@ -235,7 +254,9 @@ def root_evaluator(roots, args, module: str = "jax"):
         polynomials.setdefault(root.polynomial, []).append(position)
     evaluators = []
     for polynomial, positions in polynomials.items():
-        compiled = sympy.lambdify(list(args), monic_coefficients(polynomial), modules=module)
+        compiled = sympy.lambdify(
+            list(args), [in_float_range(c) for c in monic_coefficients(polynomial)], modules=module
+        )
         evaluators.append((compiled, positions, [roots[p].index for p in positions]))
 
     def evaluate(*values):
@@ -267,7 +288,7 @@ def numpy_evaluator(expr: sympy.Expr, symbols):
     # algebraic numbers with no radical form have no numpy printer: they enter as their values
     numbers = {r: r.evalf(30) for r in expr.atoms(sympy.CRootOf)}
     body = sympy.lambdify(
-        [*symbols, *dummies], expr.xreplace({**numbers, **dict(zip(roots, dummies))}), modules="numpy"
+        [*symbols, *dummies], in_float_range(expr.xreplace({**numbers, **dict(zip(roots, dummies))})), modules="numpy"
     )
     root_values = root_evaluator(roots, symbols, "numpy")
 

@@ -49,18 +49,10 @@ def exact_constants(exprs: Sequence[sympy.Expr], digits: int = CONSTANT_DIGITS) 
 
 #: integers beyond which compiled code receives a float: JAX reads a Python int as int64, and an
 #: exact value fixed by ``--set`` (``0.8164965809277261`` is a ratio of 16-digit integers) gives
-#: closed forms with integers far beyond it (``sqrt(807407407407407408627935019073569)``)
-MAX_EXACT_INTEGER = 2**53
-
-
-def _in_float_range(expr: sympy.Expr) -> sympy.Expr:
-    """``expr`` with every rational whose numerator or denominator exceeds ``MAX_EXACT_INTEGER``
-    as a ``CONSTANT_DIGITS``-digit float: float64 arithmetic rounds it anyway, and an int that
-    overflows int64 is refused by JAX."""
-    big = {
-        q: sympy.Float(q, CONSTANT_DIGITS) for q in expr.atoms(sympy.Rational) if max(abs(q.p), q.q) > MAX_EXACT_INTEGER
-    }
-    return expr.xreplace(big) if big else expr
+#: closed forms with integers far beyond it (``sqrt(807407407407407408627935019073569)``); one
+#: rule with the numpy evaluators of :mod:`derive.implicit`
+MAX_EXACT_INTEGER = implicit.MAX_EXACT_INTEGER
+_in_float_range = implicit.in_float_range
 
 
 def compile_expressions(

@@ -267,6 +267,16 @@ def test_a_written_file_name_with_terminal_escapes_is_echoed_escaped(capsys, tmp
     assert plot.exists() and "\x1b" not in err and "wrote " in err and "\\x1b]0;owned\\x07\\x1b[31m.svg" in err
 
 
+def test_a_function_of_a_number_past_int64_in_the_data_races(capsys, tmp_path):
+    """``sin(1e20)`` in an input ended in a numpy ``TypeError`` (no ``sin`` of the int 10**20)."""
+    spec = tmp_path / "sin.toml"
+    text = XOR_SPEC.read_text().replace('[[1, 1, "Delta/2"]', '[[1, 1, "sin(1e20)"]', 1)
+    assert "sin(1e20)" in text
+    spec.write_text(text)
+    code, out, err = run_cli(capsys, ["race", str(spec), "--json"])
+    assert code == 0, err
+
+
 # --- spec paths ---------------------------------------------------------------------------------
 
 

@@ -474,6 +474,38 @@ def test_a_spec_dictionary_of_numpy_numbers_reads_as_its_python_numbers(xor):
     assert "parameters.Delta" in _one_line(caught.value)
 
 
+@pytest.mark.parametrize(
+    ("given", "default"),
+    [("sqrt(2)", 2**0.5), ("3/2", 1.5), ({"value": "pi/4", "domain": "positive"}, 0.7853981633974483)],
+)
+def test_a_parameter_default_may_be_an_expression_string(given, default):
+    """``"sqrt(2)"`` was refused: expected a number or an expression string, got str."""
+    import tomllib
+
+    from gdln.derive.spec import task_from_dict
+
+    document = tomllib.loads(XOR_SPEC.read_text())
+    document["parameters"]["Delta"] = given
+    task = task_from_dict(document, "xor")
+    assert [float(v) for v in task.parameters.values()] == pytest.approx([default], rel=1e-15)
+
+
+@pytest.mark.parametrize(
+    ("given", "problem"),
+    [("Delta", "unknown parameter 'Delta'"), ("log(-1)", "not a finite real number"), ("__import__('os')", "")],
+)
+def test_a_parameter_default_expression_is_read_never_run(given, problem):
+    import tomllib
+
+    from gdln.derive.spec import task_from_dict
+
+    document = tomllib.loads(XOR_SPEC.read_text())
+    document["parameters"]["Delta"] = given
+    with pytest.raises(SpecError) as caught:
+        task_from_dict(document, "xor")
+    assert caught.value.key == "parameters.Delta" and problem in _one_line(caught.value)
+
+
 # --- a diverged run in text (issue 49, item 7) ---------------------------------------------------
 
 

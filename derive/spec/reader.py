@@ -527,7 +527,7 @@ def _read_parameters(table, source):
         if normal in given:
             raise SpecError(source, key, f"collides with parameter {given[normal]!r}{folded}")
         value, domain = _parameter_entry(value, source, key)
-        number = float(exact_number(value, source, key))
+        number = _default_number(value, source, key)
         if domain == "positive" and number <= 0:
             raise SpecError(source, key, f"default {value} is outside the declared domain: positive")
         # the generic derivation is for positive values (sqrt(a**2) = a); a value at or below zero
@@ -539,6 +539,21 @@ def _read_parameters(table, source):
         if domain != "real":
             domains[normal] = domain
     return defaults, symbols, domains
+
+
+def _default_number(value, source, key) -> float:
+    """A parameter's default: a number, or an expression string in no parameter (``"sqrt(2)"``),
+    read by :func:`parse_expression` (never evaluated as code) and rounded to float."""
+    if not isinstance(value, str):
+        return float(exact_number(value, source, key))
+    exact = parse_expression(value, {}, source, key)
+    try:
+        number = evaluate(exact)
+    except EvaluationError as error:
+        raise SpecError(source, key, f"default {value!r} has no finite value: {error}") from None
+    if number.imag != 0 or not math.isfinite(number.real):
+        raise SpecError(source, key, f"default {value!r} is not a finite real number")
+    return number.real
 
 
 #: the domains a parameter may declare: ``real`` (the default: any finite value) or ``positive``

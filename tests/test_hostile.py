@@ -289,6 +289,16 @@ def test_a_spec_that_is_a_pipe_a_folder_or_a_device_is_refused_before_it_is_read
             assert code == 2 and "not a regular file" in err, err
 
 
+def test_a_spec_that_starts_with_a_byte_order_mark_reads_as_without_it(tmp_path):
+    """A UTF-8 BOM (Windows editors write one) was reported as "Invalid statement"."""
+    from gdln.derive.spec import load_spec
+
+    spec = tmp_path / "bom.toml"
+    spec.write_bytes(b"\xef\xbb\xbf" + XOR_SPEC.read_bytes())
+    task, plain = load_spec(spec), load_spec(XOR_SPEC)
+    assert task.title == plain.title and task.parameters == plain.parameters and task.inputs == plain.inputs
+
+
 # --- integer literals ---------------------------------------------------------------------------
 
 

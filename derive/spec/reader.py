@@ -301,7 +301,7 @@ def load_spec(path: str | Path) -> Task:
     if len(text) > MAX_SPEC_BYTES:
         raise SpecError(source, "file", f"larger than the limit of {MAX_SPEC_BYTES // 2**20} MiB")
     try:
-        decoded = text.decode("utf-8")
+        decoded = text.decode("utf-8-sig")  # without a leading byte-order mark, which TOML refuses
     except UnicodeDecodeError:
         raise SpecError(source, "file", "not UTF-8 text") from None
     try:

@@ -11,6 +11,7 @@ loads neither.
 from __future__ import annotations
 
 import argparse
+import errno
 import sys
 import warnings
 
@@ -142,6 +143,7 @@ def _run(argv) -> int:
         try:
             with shown_progress(first_process):  # the library is silent unless asked; the command shows its stages
                 args.run(args)
+                sys.stdout.flush()  # a failure to write the output (a full disk) is raised here, not at exit
             cache.flush()
         except (GdlnError, GdlnWarning) as error:
             print(f"gdln: error: {printable(_one_line(error))}", file=sys.stderr)
@@ -163,7 +165,16 @@ def _run(argv) -> int:
             print(interrupt.MESSAGE, file=sys.stderr)
             return interrupt.EXIT_STATUS
         except BrokenPipeError:  # output piped into a reader that stopped early
+            _drop_stdout()
             return 0
+        except OSError as error:  # stdout on a full disk (ENOSPC), or another system call that failed
+            if error.errno in _OUTPUT_ERRNOS:
+                _drop_stdout()
+                what = "cannot write the output"
+            else:
+                what = f"{printable(source)}: {type(error).__name__}"
+            print(f"gdln: error: {what}: {printable(error.strerror or _one_line(error))}", file=sys.stderr)
+            return 2
     shown = set()
     for warning in caught if first_process else ():
         text = _one_line(warning.message)
@@ -171,6 +182,24 @@ def _run(argv) -> int:
             shown.add(text)
             print(f"gdln: warning: {printable(text)}", file=sys.stderr)
     return 0
+
+
+#: the errors of a write to a file that cannot take more (a full disk, a quota, a size limit, a
+#: failing device)
+_OUTPUT_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO}
+
+
+def _drop_stdout() -> None:
+    """Point stdout at the null device, so that the interpreter's flush at exit, of what could
+    not be written, adds no second message ("Exception ignored ...") and no exit status 120."""
+    import os
+
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
+    except (OSError, ValueError, AttributeError):  # no file descriptor (a caller's own stdout object)
+        pass
 
 
 def _one_line(error) -> str:

@@ -237,6 +237,23 @@ def test_task_digits_refuses_zero_images_per_class(capsys):
     assert code == 2 and "--per-class" in err
 
 
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full (a device whose writes fail: disk full)")
+def test_output_onto_a_full_disk_is_one_line_and_status_2():
+    """``gdln race SPEC --json > result.json`` on a full disk ended in an ``OSError`` traceback."""
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(
+            [sys.executable, "-m", "gdln", "--no-cache", "examples"],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+            cwd=ROOT,
+        )
+    assert "Traceback" not in done.stderr and "Exception ignored" not in done.stderr, done.stderr
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip().splitlines() == ["gdln: error: cannot write the output: No space left on device"]
+
+
 # --- names with control characters ------------------------------------------------------------
 
 

@@ -262,6 +262,10 @@ def test_a_value_outside_a_declared_domain_is_one_line(tree, tmp_path, capsys, a
     code, _, err = run_cli(capsys, [argv[0], spec, *argv[1:]])
     assert code == 2
     assert "positive" in err and len(err.strip().splitlines()) == 1, err
+    # the remedy the message names: the parameter without its declared domain takes the value
+    assert 'without domain = "positive"' in err
+    task = load_spec(tree)  # the same spec, a = 1.0 without a domain
+    assert task.values({"a": -1.0} if "a=-1" in argv[-1] else {"a": 0.0})[task.parameter("a")] <= 0
 
 
 def test_a_declared_domain_is_refused_when_unknown_or_violated_by_the_default(tree, tmp_path, capsys):

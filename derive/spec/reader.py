@@ -232,8 +232,8 @@ class Task:
             raise SpecError(
                 source or self.source,
                 key,
-                f"value {value:g} is outside the declared domain of {name}: positive"
-                " (the spec's [parameters] table says so)",
+                f"value {value:g} is outside the declared domain of {name}: positive (to allow it, write"
+                f' {name} = <default> in the spec\'s [parameters] table, without domain = "positive")',
             )
 
     def with_training(self, **changes) -> Task:
@@ -529,7 +529,9 @@ def _read_parameters(table, source):
         value, domain = _parameter_entry(value, source, key)
         number = _default_number(value, source, key)
         if domain == "positive" and number <= 0:
-            raise SpecError(source, key, f"default {value} is outside the declared domain: positive")
+            raise SpecError(
+                source, key, f"default {value} is outside the declared domain: positive (give a positive default)"
+            )
         # the generic derivation is for positive values (sqrt(a**2) = a); a value at or below zero
         # is derived at the point (derive.exceptional), unless the domain is declared positive
         symbol = sympy.Symbol(normal, positive=True)

@@ -24,7 +24,17 @@ from .float_modes import (
     float_sigma_x,
     float_sigma_yx,
 )
-from .modes import FLOAT_ZERO, PRECISION_DIGITS, Mode, _blocks, _gram, find_modes, singular_values, tidy, vanishes
+from .modes import (
+    FLOAT_ZERO,
+    PRECISION_DIGITS,
+    Mode,
+    connected_blocks,
+    find_modes,
+    gram_matrix,
+    singular_values,
+    tidy,
+    vanishes,
+)
 from .spec import Network, Pathway, Task
 from .symbols import TAU, TIME
 from .symmetry import GroupReduction, Symmetry, product, scaled_hadamard
@@ -116,9 +126,9 @@ def _pathway_conditions(task: Task, pathway: Pathway) -> tuple[sympy.Expr, ...]:
     derived = _derived(task)
     key = ("exceptional", _pathway_key(task, pathway))
     if key not in derived:
-        gram, _ = _gram(sigma_yx(task, pathway))
+        gram, _ = gram_matrix(sigma_yx(task, pathway))
         found: list[sympy.Expr] = []
-        for indices in _blocks(gram):
+        for indices in connected_blocks(gram):
             block = gram.extract(indices, indices)
             if block.free_symbols and not all(vanishes(e) for e in block):
                 found.extend(exceptional.block_conditions(block))

@@ -33,7 +33,7 @@ from fractions import Fraction
 import sympy
 from sympy.polys.matrices import DomainMatrix
 
-from .modes import _EIGENVALUE, _rank_one, vanishes
+from .modes import EIGENVALUE, is_rank_one, vanishes
 
 #: a float point counts as on the set when its distance to a condition's zero set, estimated by
 #: one Newton step (``|P| / |grad P|``), is within this fraction of the point's size (at least 1).
@@ -48,7 +48,7 @@ NEAR = 1e-2
 def block_conditions(block: sympy.Matrix) -> list[sympy.Expr]:
     """The conditions (expressions that vanish there) where the generic eigen-formulas of one
     symmetric PSD block of a Gram matrix fail, as :func:`derive.modes._eigenspaces` writes them."""
-    if block.rows == 1 or _rank_one(block):
+    if block.rows == 1 or is_rank_one(block):
         column = next((j for j in range(block.cols) if not vanishes(block[j, j])), None)
         return [] if column is None else [block[column, column]]  # the chosen column, and the rank
     if not block.free_symbols:
@@ -68,7 +68,7 @@ def _factor_conditions(block: sympy.Matrix) -> list[sympy.Expr]:
         return []  # the derivation refuses such a block (derive.modes._no_structure)
     matrix = matrix.convert_to(sympy.QQ[tuple(symbols)])
     ring = matrix.domain
-    z = _EIGENVALUE
+    z = EIGENVALUE
     charpoly = [ring.to_sympy(c) for c in matrix.charpoly()]
     _, factors = sympy.factor_list(sympy.Poly(charpoly, z).as_expr(), z, *symbols)
     polys = [sympy.Poly(f, z) for f, _ in factors]
@@ -91,22 +91,22 @@ def _factor_conditions(block: sympy.Matrix) -> list[sympy.Expr]:
 
 def _adjugate_diagonal(matrix: DomainMatrix, charpoly: list, poly: sympy.Poly, z: sympy.Symbol) -> list[sympy.Expr]:
     """The diagonal entries of ``adj(zI - B)`` modulo the factor, one per column the derivation may
-    choose (:func:`derive.modes._adjugate_columns`): at a simple root ``r``,
+    choose (:func:`derive.modes.adjugate_columns`): at a simple root ``r``,
     ``adj(rI - B) = c v v^T`` with ``c`` non-zero off the resultants, so column ``m`` vanishes
     exactly where ``v_m`` does, and its diagonal entry is ``c v_m^2``."""
-    from .modes import _adjugate_columns
+    from .modes import adjugate_columns
 
-    return [sympy.sympify(diagonal) for diagonal, column in _adjugate_columns(matrix, charpoly, poly, z) if column]
+    return [sympy.sympify(diagonal) for diagonal, column in adjugate_columns(matrix, charpoly, poly, z) if column]
 
 
 def _nullspace_conditions(block: sympy.Matrix, poly: sympy.Poly, symbols) -> list[sympy.Expr]:
     """Denominators and squared norms of the exact eigenspace basis of a rational-function
-    eigenvalue (:func:`derive.modes._rational_function_eigenspace`)."""
-    from .modes import _rational_function_eigenspace
+    eigenvalue (:func:`derive.modes.rational_function_eigenspace`)."""
+    from .modes import rational_function_eigenspace
 
     value = sympy.cancel(-poly.nth(0) / poly.nth(1))
     conditions: list[sympy.Expr] = []
-    for space in _rational_function_eigenspace(block, value, symbols):
+    for space in rational_function_eigenspace(block, value, symbols):
         for vector in space.vectors:
             for entry in vector:
                 conditions.append(sympy.denom(sympy.cancel(entry)))

@@ -47,7 +47,7 @@ _DOUBLE_BITS = 53
 _SAMPLE_POINTS = 3
 # Radicals of cubics and quartics are kept only when they are real (no casus irreducibilis).
 MAX_RADICAL_DEGREE = 4
-_EIGENVALUE = sympy.Dummy("lambda")
+EIGENVALUE = sympy.Dummy("lambda")
 
 
 def has_parametric_radicals(expr: sympy.Expr) -> bool:
@@ -161,7 +161,7 @@ class _Eigenspace:
     elements: tuple = ()  # the vectors as elements of ``field`` (no round trip through SymPy)
 
 
-def _blocks(gram: sympy.Matrix) -> list[list[int]]:
+def connected_blocks(gram: sympy.Matrix) -> list[list[int]]:
     size = gram.rows
     unseen, blocks = set(range(size)), []
     while unseen:
@@ -179,7 +179,7 @@ def _blocks(gram: sympy.Matrix) -> list[list[int]]:
     return blocks
 
 
-def _rank_one(block: sympy.Matrix) -> bool:
+def is_rank_one(block: sympy.Matrix) -> bool:
     n = block.rows
     return all(vanishes(block[i, i] * block[j, j] - block[i, j] ** 2) for i in range(n) for j in range(i + 1, n))
 
@@ -204,7 +204,7 @@ def _eigenvalues(charpoly: sympy.Poly) -> list[tuple[sympy.Expr, str, int]]:
     for factor, _ in charpoly.factor_list()[1]:
         degree = factor.degree()
         if degree == 1:
-            root = sympy.expand(-factor.as_expr().coeff(_EIGENVALUE, 0) / factor.as_expr().coeff(_EIGENVALUE, 1))
+            root = sympy.expand(-factor.as_expr().coeff(EIGENVALUE, 0) / factor.as_expr().coeff(EIGENVALUE, 1))
             if root != 0:
                 found.append((root, "rational", 1))
             continue
@@ -234,9 +234,9 @@ def _exact_eigenspaces(block: sympy.Matrix, domain) -> list[_Eigenspace] | None:
     matrix = DomainMatrix.from_list_sympy(block.rows, block.cols, block.tolist()).convert_to(domain)
     coefficients = [domain.to_sympy(c) for c in matrix.charpoly()]
     if domain.is_QQ:
-        charpoly = sympy.Poly(coefficients, _EIGENVALUE, domain=QQ)
+        charpoly = sympy.Poly(coefficients, EIGENVALUE, domain=QQ)
     else:
-        charpoly = sympy.Poly(coefficients, _EIGENVALUE, domain=domain)
+        charpoly = sympy.Poly(coefficients, EIGENVALUE, domain=domain)
         if any(f.degree() > 1 for f, _ in charpoly.factor_list()[1]):
             return None
     spaces = []
@@ -264,7 +264,7 @@ def _numeric_eigenspaces(block: sympy.Matrix) -> list[_Eigenspace]:
 
 def _eigenspaces(block: sympy.Matrix, where: str) -> list[_Eigenspace]:
     """Non-zero eigenspaces of a symmetric PSD block."""
-    if block.rows == 1 or _rank_one(block):
+    if block.rows == 1 or is_rank_one(block):
         column = next(j for j in range(block.cols) if not vanishes(block[j, j]))
         kind = "rational" if block.trace().is_Rational else ("parametric" if block.free_symbols else "radical")
         return [_Eigenspace(sympy.expand(block.trace()), (block[:, column],), kind, 1)]
@@ -306,7 +306,7 @@ def _parametric_eigenspaces(block: sympy.Matrix, where: str) -> list[_Eigenspace
         raise _no_structure(block, where, "entries are rational functions, not polynomials, of the parameters")
     matrix = matrix.convert_to(QQ[tuple(symbols)])
     ring = matrix.domain
-    z = _EIGENVALUE
+    z = EIGENVALUE
     coefficients = [ring.to_sympy(c) for c in matrix.charpoly()]
     charpoly = sympy.Poly(coefficients, z).as_expr()
     _, factors = sympy.factor_list(charpoly, z, *symbols)
@@ -318,13 +318,13 @@ def _parametric_eigenspaces(block: sympy.Matrix, where: str) -> list[_Eigenspace
             continue  # a content, or the zero eigenvalue
         if degree == 1:
             value = sympy.factor(sympy.cancel(-poly.nth(0) / poly.nth(1)))
-            spaces.extend(_rational_function_eigenspace(block, value, symbols))
+            spaces.extend(rational_function_eigenspace(block, value, symbols))
             continue
         if multiplicity > 1:
             raise _no_structure(
                 block, where, f"an irreducible factor of degree {degree} in z repeated {multiplicity} times"
             )
-        columns = _adjugate_columns(matrix, coefficients, poly, z)
+        columns = adjugate_columns(matrix, coefficients, poly, z)
         column = next(c for _, c in columns if c)
         if degree == 2:
             a, b, c = (poly.nth(k) for k in (2, 1, 0))
@@ -356,7 +356,7 @@ def _parametric_eigenspaces(block: sympy.Matrix, where: str) -> list[_Eigenspace
     return spaces
 
 
-def _rational_function_eigenspace(block: sympy.Matrix, value: sympy.Expr, symbols) -> list[_Eigenspace]:
+def rational_function_eigenspace(block: sympy.Matrix, value: sympy.Expr, symbols) -> list[_Eigenspace]:
     """The eigenspace of a rational-function eigenvalue: an exact nullspace over ``Q(g)`` with an
     orthogonal basis by Gram-Schmidt in the same field."""
     field = QQ.frac_field(*symbols)
@@ -368,7 +368,7 @@ def _rational_function_eigenspace(block: sympy.Matrix, value: sympy.Expr, symbol
     return [_Eigenspace(value, vectors, "parametric", 1)]
 
 
-def _adjugate_columns(matrix: DomainMatrix, charpoly: list, factor: sympy.Poly, z: sympy.Symbol) -> list:
+def adjugate_columns(matrix: DomainMatrix, charpoly: list, factor: sympy.Poly, z: sympy.Symbol) -> list:
     """The columns of ``adj(zI - B)`` reduced modulo ``factor``, each as ``(diagonal entry, column)``
     (``(0, None)`` where it is zero modulo ``factor``), entries expanded.
 
@@ -639,7 +639,7 @@ def _diagonalise_inside(raw_v: list[sympy.Matrix], sigma_x: sympy.Matrix) -> lis
     pencil = DomainMatrix.from_list_sympy(
         count, count, [[restricted[i, j] / gram[i] for j in range(count)] for i in range(count)]
     ).convert_to(QQ)
-    charpoly = sympy.Poly(pencil.charpoly(), _EIGENVALUE, domain=QQ)
+    charpoly = sympy.Poly(pencil.charpoly(), EIGENVALUE, domain=QQ)
     factors = charpoly.factor_list()[1]
     if any(f.degree() > 1 for f, _ in factors):
         return None
@@ -656,7 +656,7 @@ def _diagonalise_inside(raw_v: list[sympy.Matrix], sigma_x: sympy.Matrix) -> lis
     return basis
 
 
-def _gram(sigma_yx: sympy.Matrix) -> tuple[sympy.Matrix, bool]:
+def gram_matrix(sigma_yx: sympy.Matrix) -> tuple[sympy.Matrix, bool]:
     """The Gram matrix of the smaller side of ``sigma_yx``, and whether that is the output side."""
     rows, cols = sigma_yx.shape
     left = rows <= cols
@@ -665,7 +665,7 @@ def _gram(sigma_yx: sympy.Matrix) -> tuple[sympy.Matrix, bool]:
 
 def _spaces(gram: sympy.Matrix, where: str):
     """``(block indices, eigenspace)`` of every non-zero eigenspace of ``gram``, block by block."""
-    for block_indices in _blocks(gram):
+    for block_indices in connected_blocks(gram):
         block = gram.extract(block_indices, block_indices)
         if all(vanishes(e) for e in block):
             continue
@@ -676,13 +676,13 @@ def _spaces(gram: sympy.Matrix, where: str):
 def singular_values(sigma_yx: sympy.Matrix, where: str) -> list[sympy.Expr]:
     """The ``s`` of every mode of :func:`find_modes`, in its order, without their vectors: what a
     crossover with another network needs (normalising parametric vectors is most of the work)."""
-    gram, _ = _gram(sigma_yx)
+    gram, _ = gram_matrix(sigma_yx)
     return [_root(space.value, space.kind) for _, space in _spaces(gram, where) for _ in space.vectors]
 
 
 def find_modes(sigma_yx: sympy.Matrix, sigma_x: sympy.Matrix, where: str) -> list[Mode]:
     """The non-zero modes of one pathway's effective dataset."""
-    gram, left = _gram(sigma_yx)
+    gram, left = gram_matrix(sigma_yx)
     modes = []
     for block_indices, space in _spaces(gram, where):
         if space.kind == "implicit":

@@ -539,14 +539,7 @@ def test_a_parameter_default_expression_is_read_never_run(given, problem):
 @pytest.mark.parametrize("value", [float("nan"), float("inf"), -float("inf")])
 def test_a_non_finite_number_is_printed_as_words_never_nan_percent(capsys, value):
     from gdln.commands.output import finite_text, number_text, percent
-    from gdln.commands.simulate import _render_simulate
 
     said = [percent(value), percent(value, ".2f"), finite_text(value), number_text(value)]
     assert all(text == "not finite" for text in said), said
     assert percent(0.125) == "12.5%" and percent(None) == "never"
-    _render_simulate(
-        {"model": "relu", "seeds": 1, "epochs": 50, "dtype": "float64", "devices": 1}
-        | {"t_half": [None], "t_90": [None], "loss_final": [value]}
-    )
-    out = capsys.readouterr().out
-    assert "final loss not finite" in out and "nan" not in out and "inf" not in out

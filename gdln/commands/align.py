@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gdln.derive.spec.limits import MAX_SEEDS
+from gdln.derive.spec import MAX_SEEDS
 from gdln.verify.files import SPEC_SUFFIXES
 
 from .arguments import load, training_settings, with_spec

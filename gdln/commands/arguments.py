@@ -8,7 +8,7 @@ import math
 import sys
 
 from gdln.derive.errors import SpecError
-from gdln.derive.spec.limits import MAX_SEEDS
+from gdln.derive.spec import MAX_SEEDS
 
 
 def printable(text: str) -> str:

@@ -23,6 +23,76 @@ FUZZ = dict(
 ROOT = Path(__file__).resolve().parent.parent
 XOR_SPEC = ROOT / "examples" / "xor.toml"
 
+#: issue 47's task, one definition for the tests that use it: four items with a tree of features
+#: (a root, two branch features scaled by b, four leaves) in two contexts; context 1 adds
+#: cross-cutting targets scaled by a, context 2 targets aligned with the tree; defaults a = 1, b = 1,
+#: where the generic derivation fails (a = 1 for dense, a = b for common+ctx). ``TREE_DATA`` holds
+#: all but the candidates, ``TREE_NETWORKS`` each candidate's tables, ``TREE_SPEC`` the whole spec.
+TREE_DATA = """title = "a tree of features in two contexts"
+
+[parameters]
+a = 1.0
+b = 1.0
+
+[data]
+inputs = [
+  [1, 0, 0, 0, 1, 0], [0, 1, 0, 0, 1, 0], [0, 0, 1, 0, 1, 0], [0, 0, 0, 1, 1, 0],
+  [1, 0, 0, 0, 0, 1], [0, 1, 0, 0, 0, 1], [0, 0, 1, 0, 0, 1], [0, 0, 0, 1, 0, 1],
+]
+targets = [
+  [1, "b", 0, 1, 0, 0, 0, "a", 0, 0, 0],
+  [1, "b", 0, 0, 1, 0, 0, 0, "a", 0, 0],
+  [1, 0, "b", 0, 0, 1, 0, "a", 0, 0, 0],
+  [1, 0, "b", 0, 0, 0, 1, 0, "a", 0, 0],
+  [1, "b", 0, 1, 0, 0, 0, 0, 0, 1, 0],
+  [1, "b", 0, 0, 1, 0, 0, 0, 0, 1, 0],
+  [1, 0, "b", 0, 0, 1, 0, 0, 0, 0, 1],
+  [1, 0, "b", 0, 0, 0, 1, 0, 0, 0, 1],
+]
+contexts = [1, 1, 1, 1, 2, 2, 2, 2]
+
+[training]
+learning_rate = 0.01
+init_scale = 0.0001
+epochs = 4000
+hidden_units = 64
+seeds = 2
+"""
+TREE_NETWORKS = {
+    "dense": """
+[[network]]
+name = "dense"
+[[network.pathway]]
+name = "all"
+""",
+    "common+ctx": """
+[[network]]
+name = "common+ctx"
+[[network.pathway]]
+name = "common"
+inputs = [0, 1, 2, 3]
+[[network.pathway]]
+name = "context-1"
+active = [0, 1, 2, 3]
+inputs = [0, 1, 2, 3]
+[[network.pathway]]
+name = "context-2"
+active = [4, 5, 6, 7]
+inputs = [0, 1, 2, 3]
+""",
+    "ctx-only": """
+[[network]]
+name = "ctx-only"
+[[network.pathway]]
+name = "context-1"
+active = [0, 1, 2, 3]
+[[network.pathway]]
+name = "context-2"
+active = [4, 5, 6, 7]
+""",
+}
+TREE_SPEC = TREE_DATA + "".join(TREE_NETWORKS.values())
+
 #: CPU seconds one fuzzed command may take: about 10x the slowest measured alone (a derive of
 #: 2.9 s). CPU time, not wall-clock time: a machine busy with other work slows the wall clock of a
 #: run, not its CPU time, so the limit holds under load (README, "Tests").

@@ -20,7 +20,7 @@ from gdln.derive.errors import DerivationError, SpecError
 from gdln.derive.spec import load_spec, task_from_dict
 from gdln.numeric.prediction import TaskPredictions
 
-from .helpers import FUZZ, run_cli
+from .helpers import FUZZ, TREE_SPEC, run_cli
 from .test_parametric_generated import context_tasks
 
 #: relative agreement of every number with the --set route's: both are exact derivations
@@ -28,74 +28,11 @@ from .test_parametric_generated import context_tasks
 #: their step sequences at rtol 1e-10 (docs/parametric.md)
 RTOL = 1e-8
 
-#: issue 47's task: four items with a tree of features (a root, two branch features scaled by b,
-#: four leaves) in two contexts; context 1 adds cross-cutting targets scaled by a, context 2
-#: targets aligned with the tree; defaults a = 1, b = 1, where the generic derivation fails
-TREE = """
-title = "a tree of features in two contexts"
-
-[parameters]
-a = 1.0
-b = 1.0
-
-[data]
-inputs = [
-  [1, 0, 0, 0, 1, 0], [0, 1, 0, 0, 1, 0], [0, 0, 1, 0, 1, 0], [0, 0, 0, 1, 1, 0],
-  [1, 0, 0, 0, 0, 1], [0, 1, 0, 0, 0, 1], [0, 0, 1, 0, 0, 1], [0, 0, 0, 1, 0, 1],
-]
-targets = [
-  [1, "b", 0, 1, 0, 0, 0, "a", 0, 0, 0],
-  [1, "b", 0, 0, 1, 0, 0, 0, "a", 0, 0],
-  [1, 0, "b", 0, 0, 1, 0, "a", 0, 0, 0],
-  [1, 0, "b", 0, 0, 0, 1, 0, "a", 0, 0],
-  [1, "b", 0, 1, 0, 0, 0, 0, 0, 1, 0],
-  [1, "b", 0, 0, 1, 0, 0, 0, 0, 1, 0],
-  [1, 0, "b", 0, 0, 1, 0, 0, 0, 0, 1],
-  [1, 0, "b", 0, 0, 0, 1, 0, 0, 0, 1],
-]
-contexts = [1, 1, 1, 1, 2, 2, 2, 2]
-
-[training]
-learning_rate = 0.01
-init_scale = 0.0001
-epochs = 4000
-hidden_units = 64
-seeds = 2
-
-[[network]]
-name = "dense"
-[[network.pathway]]
-name = "all"
-
-[[network]]
-name = "common+ctx"
-[[network.pathway]]
-name = "common"
-inputs = [0, 1, 2, 3]
-[[network.pathway]]
-name = "context-1"
-active = [0, 1, 2, 3]
-inputs = [0, 1, 2, 3]
-[[network.pathway]]
-name = "context-2"
-active = [4, 5, 6, 7]
-inputs = [0, 1, 2, 3]
-
-[[network]]
-name = "ctx-only"
-[[network.pathway]]
-name = "context-1"
-active = [0, 1, 2, 3]
-[[network.pathway]]
-name = "context-2"
-active = [4, 5, 6, 7]
-"""
-
 
 @pytest.fixture(scope="module")
 def tree(tmp_path_factory):
     path = tmp_path_factory.mktemp("tree") / "tree.toml"
-    path.write_text(TREE)
+    path.write_text(TREE_SPEC)
     return path
 
 

@@ -16,76 +16,7 @@ from gdln.derive.spec import load_spec
 from gdln.numeric.prediction import REDUCED_FLOW, Prediction, TaskPredictions
 from gdln.verify.derivation_report import derive_report
 
-from .helpers import ROOT
-
-#: a tree of features in two contexts (issue 47): on ``dense`` at a = 2, b = 1/2 the modes mix
-#: (Assumption 2.1.1 fails), and the mode-strength system ends at 13.456% of the initial loss
-#: where the flow (and gradient descent) end at 13.158%
-TREE_SPEC = """
-title = "issue 47: tree of features in two contexts"
-
-[parameters]
-a = 1.0
-b = 1.0
-
-[data]
-inputs = [
-  [1, 0, 0, 0, 1, 0],
-  [0, 1, 0, 0, 1, 0],
-  [0, 0, 1, 0, 1, 0],
-  [0, 0, 0, 1, 1, 0],
-  [1, 0, 0, 0, 0, 1],
-  [0, 1, 0, 0, 0, 1],
-  [0, 0, 1, 0, 0, 1],
-  [0, 0, 0, 1, 0, 1],
-]
-targets = [
-  [1, "b", 0, 1, 0, 0, 0, "a", 0, 0, 0],
-  [1, "b", 0, 0, 1, 0, 0, 0, "a", 0, 0],
-  [1, 0, "b", 0, 0, 1, 0, "a", 0, 0, 0],
-  [1, 0, "b", 0, 0, 0, 1, 0, "a", 0, 0],
-  [1, "b", 0, 1, 0, 0, 0, 0, 0, 1, 0],
-  [1, "b", 0, 0, 1, 0, 0, 0, 0, 1, 0],
-  [1, 0, "b", 0, 0, 1, 0, 0, 0, 0, 1],
-  [1, 0, "b", 0, 0, 0, 1, 0, 0, 0, 1],
-]
-contexts = [1, 1, 1, 1, 2, 2, 2, 2]
-
-[training]
-learning_rate = 0.01
-init_scale = 0.0001
-epochs = 4000
-hidden_units = 64
-seeds = 2
-
-[[network]]
-name = "dense"
-[[network.pathway]]
-name = "all"
-
-[[network]]
-name = "common+ctx"
-[[network.pathway]]
-name = "common"
-inputs = [0, 1, 2, 3]
-[[network.pathway]]
-name = "context-1"
-active = [0, 1, 2, 3]
-inputs = [0, 1, 2, 3]
-[[network.pathway]]
-name = "context-2"
-active = [4, 5, 6, 7]
-inputs = [0, 1, 2, 3]
-
-[[network]]
-name = "ctx-only"
-[[network.pathway]]
-name = "context-1"
-active = [0, 1, 2, 3]
-[[network.pathway]]
-name = "context-2"
-active = [4, 5, 6, 7]
-"""
+from .helpers import ROOT, TREE_SPEC
 
 #: the comparisons' relative tolerance
 RELATIVE = 1e-8
@@ -93,6 +24,9 @@ RELATIVE = 1e-8
 
 @pytest.fixture(scope="module")
 def tree(tmp_path_factory):
+    """Issue 47's tree task: on ``dense`` at a = 2, b = 1/2 the modes mix (Assumption 2.1.1
+    fails), and the mode-strength system ends at 13.456% of the initial loss where the flow (and
+    gradient descent) end at 13.158%."""
     path = tmp_path_factory.mktemp("spec") / "tree.toml"
     path.write_text(TREE_SPEC, encoding="utf-8")
     return path

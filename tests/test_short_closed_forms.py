@@ -12,6 +12,7 @@ from gdln.cli import main
 from gdln.derive import modes
 from gdln.derive.latex.width import split_sum, width
 
+from .helpers import TREE_DATA, TREE_NETWORKS
 from .test_latex import pdflatex
 
 a, b = sympy.symbols("a b", positive=True)
@@ -25,25 +26,7 @@ LONG_D = (
 )
 SHORT_D = sympy.Rational(5, 8) + (a**2 + 12 * b**2 + 31) / (8 * ROOT)
 
-TREE_SPEC = """title = "tree"
-[parameters]
-a = 1.0
-b = 1.0
-[data]
-inputs = [[1,0,0,0,1,0],[0,1,0,0,1,0],[0,0,1,0,1,0],[0,0,0,1,1,0],[1,0,0,0,0,1],[0,1,0,0,0,1],[0,0,1,0,0,1],[0,0,0,1,0,1]]
-targets = [[1,"b",0,1,0,0,0,"a",0,0,0],[1,"b",0,0,1,0,0,0,"a",0,0],[1,0,"b",0,0,1,0,"a",0,0,0],[1,0,"b",0,0,0,1,0,"a",0,0],[1,"b",0,1,0,0,0,0,0,1,0],[1,"b",0,0,1,0,0,0,0,1,0],[1,0,"b",0,0,1,0,0,0,0,1],[1,0,"b",0,0,0,1,0,0,0,1]]
-contexts = [1,1,1,1,2,2,2,2]
-[training]
-learning_rate = 0.01
-init_scale = 0.0001
-epochs = 4000
-hidden_units = 64
-seeds = 2
-[[network]]
-name = "dense"
-[[network.pathway]]
-name = "all"
-"""
+TREE_SPEC = TREE_DATA + TREE_NETWORKS["dense"]
 
 
 def _agree(first: sympy.Expr, second: sympy.Expr, points: int = 5) -> bool:

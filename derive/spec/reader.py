@@ -212,13 +212,7 @@ class Task:
             except SpecError as error:
                 raise SpecError(source, name, error.problem) from None
             exact = _exact_value(value, source, name)
-            try:
-                number = evaluate(exact)
-            except EvaluationError as error:
-                raise SpecError(source, name, f"value {value!r} has no finite value: {error}") from None
-            if number.imag != 0 or not math.isfinite(number.real):
-                raise SpecError(source, name, f"value {value!r} is not a finite real number")
-            self.check_domain(symbol.name, number.real, name, source)
+            self.check_domain(symbol.name, _finite_real(exact, value, source, name), name, source)
             bindings[symbol] = exact
         inputs, targets = self.inputs.xreplace(bindings), self.targets.xreplace(bindings)
         parameters = {s: v for s, v in self.parameters.items() if s not in bindings}
@@ -546,15 +540,17 @@ def _read_parameters(table, source):
 def _default_number(value, source, key) -> float:
     """A parameter's default: a number, or an expression string in no parameter (``"sqrt(2)"``),
     read by :func:`parse_expression` (never evaluated as code) and rounded to float."""
-    if not isinstance(value, str):
-        return float(exact_number(value, source, key))
-    exact = parse_expression(value, {}, source, key)
+    return _finite_real(_exact_value(value, source, key), value, source, key, "default")
+
+
+def _finite_real(exact: sympy.Expr, given, source: str, key: str, what: str = "value") -> float:
+    """``exact``'s value, refused in one line unless it is finite and real (``given`` as written)."""
     try:
         number = evaluate(exact)
     except EvaluationError as error:
-        raise SpecError(source, key, f"default {value!r} has no finite value: {error}") from None
+        raise SpecError(source, key, f"{what} {given!r} has no finite value: {error}") from None
     if number.imag != 0 or not math.isfinite(number.real):
-        raise SpecError(source, key, f"default {value!r} is not a finite real number")
+        raise SpecError(source, key, f"{what} {given!r} is not a finite real number")
     return number.real
 
 

@@ -260,7 +260,15 @@ def fails_at_points(conditions: Sequence[sympy.Expr], parameters: Sequence[sympy
 
 
 def holds_at(conditions: Sequence[sympy.Expr], point: Mapping[sympy.Symbol, float]) -> str | None:
-    """``None`` where the generic derivation holds at ``point``; otherwise why not, in words."""
+    """``None`` where the generic derivation holds at ``point``; otherwise why not, in words.
+    Decided once per set and point: every curve and race at a point asks (``Prediction.at``), and
+    the exact test substitutes exact numbers into each condition."""
+    return _holds_at(tuple(conditions), tuple((s, float(v)) for s, v in point.items()))
+
+
+@functools.lru_cache(maxsize=4096)
+def _holds_at(conditions: tuple[sympy.Expr, ...], items: tuple[tuple[sympy.Symbol, float], ...]) -> str | None:
+    point = dict(items)
     outside = outside_domain(point)
     if outside:
         return ", ".join(f"{s} = {point[s]:g}" for s in outside) + " (it is derived for positive values)"

@@ -427,7 +427,7 @@ class TaskPredictions:
         self._mode_scales: dict[str, list[Callable | None]] = {}
         self._at_points: dict[tuple[str, ...], TaskPredictions] = {}
 
-    @property
+    @cached_property
     def exceptional_set(self) -> tuple[sympy.Expr, ...]:
         """The union of the networks' exceptional sets (:mod:`derive.exceptional`)."""
         found: dict[sympy.Expr, None] = {}

@@ -138,22 +138,27 @@ def ode_race_points(
     fractions=(0.5, 0.1),
     *,
     rtol: float = SWEEP_RTOL,
+    singly: bool = False,
 ) -> BatchedRace:
     """``engine.race`` (the race ODE of a :class:`numeric.race.CompiledNetwork` without closed
     forms, or a :class:`numeric.reduced_flow.ReducedFlow`) at every point, its ODEs solved to
     ``rtol`` in batched solves (:func:`numeric.batched_race.ode_races`). Two kinds of points are
     ``engine.race`` itself: a flow still in its linear phase at the horizon (it needs no solve),
     and a point whose batched solve stopped short of the horizon unsettled (a step budget spent,
-    a loss that is not finite, a collapsed step), so that it is what ``race`` says there."""
+    a loss that is not finite, a collapsed step), so that it is what ``race`` says there. With
+    ``singly`` every point is ``engine.race`` alone: a sweep's points on a derivation's exceptional
+    set, each derived where it lies, are then what ``race --set`` says, to the bit."""
     values, log_a0, tau = (np.asarray(x, dtype=np.float64) for x in (values, log_a0, tau))
     count = len(tau)
-    if isinstance(engine, ReducedFlow):
+    if singly:
+        problems = []
+    elif isinstance(engine, ReducedFlow):
         engine.prepare(values)  # every point's correlations and modes in one vectorised evaluation
         problems = engine.race_odes(log_a0, tau, values, rtol)
     else:
         problems = [engine.race_ode(log_a0[k], float(tau[k]), values[k], rtol) for k in range(count)]
     initial, crossings, final = np.empty(count), np.full((count, len(fractions)), np.nan), np.full(count, np.nan)
-    solved = [k for k in range(count) if problems[k].t0 < horizon]
+    solved = [] if singly else [k for k in range(count) if problems[k].t0 < horizon]
     alone = sorted(set(range(count)) - set(solved))
     if solved:
         batch = ode_races([problems[k] for k in solved], fractions, horizon)

@@ -333,10 +333,11 @@ def width_seeds(prediction, init_scales: np.ndarray) -> np.ndarray:
 
 
 def width_race(
-    models: TaskPredictions, grid: SweepGrid, rows: np.ndarray, *, rtol: float = SWEEP_RTOL
+    models: TaskPredictions, grid: SweepGrid, rows: np.ndarray, *, rtol: float = SWEEP_RTOL, singly: bool = False
 ) -> dict[str, BatchedRace]:
     """Every candidate's width-seeded race at the points ``rows``: closed forms at all points in
-    one program; race ODEs and reduced flows in batched solves (a few points each) to ``rtol``."""
+    one program; race ODEs and reduced flows in batched solves (a few points each) to ``rtol``,
+    or, with ``singly``, each point solved alone as ``race`` solves it."""
     task, training = models.task, models.task.training
     found = {}
     for network in task.networks:
@@ -349,7 +350,7 @@ def width_race(
             )
             continue
         found[network.name] = ode_race_points(
-            prediction.engine, grid.values[rows], logs, tau, training.epochs, FRACTIONS, rtol=rtol
+            prediction.engine, grid.values[rows], logs, tau, training.epochs, FRACTIONS, rtol=rtol, singly=singly
         )
     return found
 
@@ -524,6 +525,7 @@ def sweep_report(
     phase_epochs = np.full((grid.size, task.training.seeds), -1)
     predicted: list[dict[str, Any] | None] = [None] * grid.size
     predicted_seconds = 0.0
+    exceptional: list[str | None] = [None] * grid.size
     groups: dict[int, TaskPredictions] = {}
     widths = [w for w in np.unique(grid.hidden_units) if np.any((grid.hidden_units == w) & ok)]
     step = Stages("sweep", 2 * len(widths) + bool(check))
@@ -538,9 +540,14 @@ def sweep_report(
             (models_here, grid if models_here is models_width else _without_parameters(grid), width_rows[found])
             for models_here, found in models_width.by_derivation(grid.values[width_rows])
         ]
+        for models_here, _, rows in parts:
+            if models_here is not models_width:  # say why, as `race` does; `at` is memoised
+                for row in rows:
+                    exceptional[row] = models_width.at(dict(zip(task.parameters, grid.values[row])))[2]
         hints: dict[str, np.ndarray] = {name: np.full(grid.size, np.nan) for name in names}
         for models_here, grid_here, rows in parts:
-            races = width_race(models_here, grid_here, rows)
+            # a point derived where it lies is raced alone, as `race --set` races it (issue 47)
+            races = width_race(models_here, grid_here, rows, singly=models_here is not models_width)
             for k, name in enumerate(names):
                 t_half[rows, k], t_90[rows, k] = races[name].crossings[:, 0], races[name].crossings[:, 1]
                 final[rows, k] = races[name].final_loss
@@ -588,6 +595,8 @@ def sweep_report(
                 "assumptions": point_assumptions(phase_epochs[index], stable[index]) if ok[index] else None,
                 "predicted_validity": predicted[index],
                 "checked": None,
+                # only where the point is derived where it lies, as in `race`: other outputs unchanged
+                **({"exceptional_point": exceptional[index]} if exceptional[index] else {}),
             }
         )
 

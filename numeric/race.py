@@ -46,28 +46,26 @@ def log_mode_strength(s, d, log_a0, t, tau, xp=jnp):
 
 
 def logistic_factors(s, d, log_a0, tau, xp=jnp):
-    """What a mode's logistic needs of its parameters, once for every ``t``: ``(s/d, sign of c,
-    log |c|, 2 s / tau)``.
-
-    With ``r = log(s/d) - log a0``, ``c = expm1(r)``; for ``r > 0``, ``log c = r + log(-expm1(-r))``,
-    formed without ``a0`` or ``s/(d a0)``, which underflow or overflow for ``a0`` near or below
-    1e-308. For ``r <= 0`` (``a0 >= s/d``), ``c`` lies in ``(-1, 0]`` and ``log |c| =
-    log(-expm1(r))`` (``-inf`` at ``c = 0``)."""
+    """What a mode's logistic needs of its parameters, once for every ``t``: ``(s/d, r, 2 s / tau)``
+    with ``r = log(s/d) - log a0``, formed without ``a0`` or ``s/(d a0)``, which underflow or
+    overflow for ``a0`` near or below 1e-308 (``r = inf`` for ``a0 = 0``)."""
     ratio = s / d
-    r = xp.log(ratio) - log_a0
-    positive = r > 0
-    safe = xp.where(positive, r, 1.0)
-    log_grows = safe + xp.log(-xp.expm1(-safe))
-    log_shrinks = xp.log(-xp.expm1(xp.where(positive, -1.0, r)))
-    return ratio, xp.where(positive, 1.0, -1.0), xp.where(positive, log_grows, log_shrinks), 2 * s / tau
+    return ratio, xp.log(ratio) - log_a0, 2 * s / tau
 
 
 def strength_from_factors(factors, t, xp=jnp):
-    """The logistic ``(s/d) / (1 + c e^(-2 s t / tau))`` from :func:`logistic_factors`: one
-    exponential per mode and time. Where ``c e^(-x)`` overflows the strength is 0, which is ``s/d``
-    times less than ``e^-709``."""
-    ratio, sign, log_c, rate = factors
-    return ratio / (1 + sign * xp.exp(log_c - rate * t))
+    """The logistic ``(s/d) / (1 + c e^(-x))`` from :func:`logistic_factors`, ``c = e^r - 1``,
+    ``x = 2 s t / tau``, as ``(s/d) / (-expm1(-x) + e^(r - x))``: the same number, a sum of two
+    terms that are never negative for ``t >= 0``, so nothing cancels. Forming ``1 + c e^(-x)``
+    cancels where the seed lies above ``s/d`` (``c`` in ``(-1, 0)``): ``1 + c`` loses every digit
+    once ``a0 d/s`` falls below 1e-16 of 1 minus it, and is 0 when ``e^r`` does (a data scale of 1e25
+    gave ``s/d = 2e-25`` against ``a0 = 3e-7``: an infinite strength at ``t = 0``, a NaN loss, and
+    every network raced as ``never``). Where ``e^(r - x)`` overflows the strength is 0, which is
+    ``s/d`` times less than ``e^-709``. Nothing here is NaN for finite ``t >= 0``, under
+    ``JAX_DEBUG_NANS`` either: no branch of a ``where`` is computed to be discarded."""
+    ratio, r, rate = factors
+    x = rate * t
+    return ratio / (-xp.expm1(-x) + xp.exp(r - x))
 
 
 @dataclass

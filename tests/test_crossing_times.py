@@ -63,6 +63,24 @@ def test_log_space_logistic_below_float_range():
     assert float(log_mode_strength(s, d, -math.inf, 1e9, TAU)) == 0.0
 
 
+@pytest.mark.parametrize("ratio", [1e-15, 1e-20, 2e-25, 1e-40])
+def test_log_space_logistic_of_a_seed_far_above_its_end_is_exact(ratio):
+    """A seed ``a0 = 3.2e-7`` far above ``s/d`` (the XoR task at Delta = 1e25 has ``s/d = 2e-25``):
+    ``1 + c`` with ``c = s/(d a0) - 1`` cancelled to 0, an infinite strength at t = 0 and every
+    network raced as ``never`` (issue 49). Against a 100-digit evaluation of the same logistic (at
+    40 digits the reference itself loses the 1e-40 case to the same cancellation)."""
+    s, a0 = 1.0, 3.2e-7
+    d = s / ratio
+    ts = np.array([0.0, 1e-3, 0.5, 5.0, 50.0]) * TAU / s
+    got = np.asarray(log_mode_strength(s, d, math.log(a0), ts, TAU))
+    with mpmath.workdps(100):
+        expected = [
+            float(mpmath.mpf(s / d) / (1 + (mpmath.mpf(s / d) / a0 - 1) * mpmath.exp(-2 * s * mpmath.mpf(t) / TAU)))
+            for t in ts
+        ]
+    np.testing.assert_allclose(got, expected, rtol=1e-13, atol=0.0)
+
+
 @pytest.mark.parametrize("s, d, a0", [(0.25, 0.125, 1e-6), (0.9, 2.0, 1e-3), (0.4, 0.7, 0.3), (0.4, 0.7, 1e-200)])
 def test_logistic_inversion_is_mode_half_time(s, d, a0):
     assert mode_crossing_time(s, d, math.log(a0), TAU, s / (2 * d)) == pytest.approx(

@@ -294,6 +294,20 @@ def test_a_function_of_a_number_past_int64_in_the_data_races(capsys, tmp_path):
     assert code == 0, err
 
 
+@pytest.mark.parametrize("delta", ["1e25", "1e30"])
+def test_a_race_at_a_data_scale_near_the_limit_names_its_winner(capsys, delta):
+    """At Delta = 1e25 (inside the data limit) every network was ``never`` and the winner None:
+    the seed lies far above each mode's end ``s/d``, and the logistic's ``1 + c`` cancelled to 0
+    (issue 49). The answer is as at Delta = 1e20: linear, both networks reaching 10% at once."""
+    code, out, err = run_cli(capsys, ["race", str(XOR_SPEC), "--set", f"Delta={delta}", "--json"])
+    assert code == 0, err
+    import json
+
+    report = json.loads(out)
+    assert report["winner"] == "linear"
+    assert all(n["t_90"] is not None and n["t_90"] < 1.0 for n in report["networks"]), report["networks"]
+
+
 # --- spec paths ---------------------------------------------------------------------------------
 
 

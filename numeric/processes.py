@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import socket
 import time
 from typing import Any
@@ -24,6 +25,8 @@ from gdln.derive.errors import GdlnError
 
 #: seconds a process waits for the coordinator (process 0) to answer, as JAX waits by default
 JOIN_TIMEOUT_S = 300
+#: JAX's variable for the address process 0's coordinator listens on
+BIND_ENV = "JAX_COORDINATOR_BIND_ADDRESS"
 #: seconds between two attempts to reach the coordinator
 JOIN_RETRY_S = 0.5
 #: seconds a process waits in :func:`gather_json` for the others to finish their share (one
@@ -63,6 +66,17 @@ def _wait_for_coordinator(address: str, timeout: float) -> None:
             time.sleep(JOIN_RETRY_S)
 
 
+def _bind(coordinator: str | None) -> str | None:
+    """Where process 0 serves the coordinator: the address the run was given (``None``, JAX's
+    choice, where JAX reads it from the cluster). JAX's default listens on every interface, and
+    its coordination service authenticates no client: any host that reached the port could join
+    as a process and post results. ``$JAX_COORDINATOR_BIND_ADDRESS``, JAX's own setting, still
+    wins (a coordinator behind a forwarded port binds another address than the one dialled)."""
+    if coordinator is None:
+        return None
+    return os.environ.get(BIND_ENV) or coordinator
+
+
 def join_processes(
     coordinator: str | None = None,
     count: int | None = None,
@@ -73,7 +87,8 @@ def join_processes(
     """Join this process to the others of a multi-process run (``jax.distributed.initialize``).
 
     Args:
-        coordinator: ``HOST:PORT`` of process 0, which starts the coordinator there.
+        coordinator: ``HOST:PORT`` of process 0, which serves the coordinator there, listening
+            on that host's address only (:func:`_bind`).
         count: the number of processes.
         process_id: this process's number, from 0 to ``count - 1``.
         timeout: seconds a process waits for the coordinator.
@@ -90,7 +105,13 @@ def join_processes(
     if process_id is not None and process_id > 0:
         _wait_for_coordinator(coordinator, timeout)  # type: ignore[arg-type]
     try:
-        jax.distributed.initialize(coordinator, count, process_id, initialization_timeout=int(timeout))
+        jax.distributed.initialize(
+            coordinator,
+            count,
+            process_id,
+            initialization_timeout=int(timeout),
+            coordinator_bind_address=_bind(coordinator),
+        )
     except (RuntimeError, ValueError) as error:
         reason = " ".join(str(error).split()) or type(error).__name__
         raise GdlnError(f"cannot join the processes of the run ({reason})") from None
@@ -101,7 +122,13 @@ def process_share(count: int) -> np.ndarray:
     ``jax.process_count()``-th, starting at its index. Shares differ in size by one at most,
     and whichever process takes an item, it is the same item, so a result that depends only on
     its item does not depend on the number of processes."""
-    return np.arange(jax.process_index(), count, jax.process_count())
+    return share_of(jax.process_index(), jax.process_count(), count)
+
+
+def share_of(process: int, processes: int, count: int) -> np.ndarray:
+    """The positions of the work that ``process`` of ``processes`` takes (:func:`process_share`):
+    what it must send back, and nothing else."""
+    return np.arange(process, count, processes)
 
 
 def is_first_process() -> bool:
@@ -131,23 +158,46 @@ def gather_json(value: Any) -> list[Any]:
     :data:`GATHER_TIMEOUT_S` (a process that dies ends the run sooner: JAX stops the others
     when its heartbeats stop). One process: ``[value]`` read back from its JSON text, with no
     service, so that the values have the same types (lists, plain floats) whatever the number
-    of processes."""
+    of processes. This process's own entry is always its ``value``, never what the store holds
+    under its number; the others' are only well-formed JSON: the caller checks their content.
+
+    Raises:
+        GdlnError: one line naming the process, when its entry is not JSON text, or when this
+            process's keys were written by another client first."""
     text = json.dumps(value)
     if jax.process_count() == 1:
         return [json.loads(text)]
     client = _coordination_client()
     call = next(_GATHERS)
-    parts = [text[i : i + GATHER_PART_CHARS] for i in range(0, len(text), GATHER_PART_CHARS)] or [""]
-    here = f"gdln/gather/{call}/{jax.process_index()}"
-    for k, part in enumerate(parts):
-        client.key_value_set(f"{here}/{k}", part)
-    client.key_value_set(f"{here}/parts", str(len(parts)))
-    timeout_ms = GATHER_TIMEOUT_S * 1000
+    me = jax.process_index()
+    _post(client, f"gdln/gather/{call}/{me}", text)
     found = []
     for process in range(jax.process_count()):
-        there = f"gdln/gather/{call}/{process}"
-        count = int(client.blocking_key_value_get(f"{there}/parts", timeout_ms))
-        found.append(
-            json.loads("".join(client.blocking_key_value_get(f"{there}/{k}", timeout_ms) for k in range(count)))
-        )
+        found.append(json.loads(text) if process == me else _read(client, f"gdln/gather/{call}", process))
     return found
+
+
+def _post(client, here: str, text: str) -> None:
+    """``text`` under the keys ``here/0``, ``here/1``, ... and their number under ``here/parts``."""
+    parts = [text[i : i + GATHER_PART_CHARS] for i in range(0, len(text), GATHER_PART_CHARS)] or [""]
+    try:
+        for k, part in enumerate(parts):
+            client.key_value_set(f"{here}/{k}", part)
+        client.key_value_set(f"{here}/parts", str(len(parts)))
+    except RuntimeError as error:  # the store refuses to overwrite a key: someone else wrote it first
+        reason = " ".join(str(error).split()) or type(error).__name__
+        raise GdlnError(f"process {jax.process_index()} cannot post its results ({reason})") from None
+
+
+def _read(client, call: str, process: int) -> Any:
+    """The value that ``process`` posted under ``call`` (:func:`_post`), parsed."""
+    timeout_ms = GATHER_TIMEOUT_S * 1000
+    there = f"{call}/{process}"
+    count = client.blocking_key_value_get(f"{there}/parts", timeout_ms)
+    if not (count.isascii() and count.isdigit()) or int(count) < 1:
+        raise GdlnError(f"process {process} posted {count[:40]!r} as its number of parts, not a positive integer")
+    text = "".join(client.blocking_key_value_get(f"{there}/{k}", timeout_ms) for k in range(int(count)))
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError) as error:
+        raise GdlnError(f"process {process} posted results that are not JSON text ({error})") from None

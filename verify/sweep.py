@@ -27,6 +27,7 @@ from dataclasses import dataclass, replace
 from numbers import Integral, Real
 from typing import Any
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import sympy
@@ -76,6 +77,7 @@ from .sweep_checks import (
     predicted_agreement,
     stable_descent,
 )
+from .sweep_shares import check_plans, share_entries
 
 #: the training settings an axis may sweep, beside the spec's parameters
 TRAINING_AXES = ("init_scale", "learning_rate", "hidden_units")
@@ -872,6 +874,7 @@ def _check(
         ``(seconds, per_run, processes)``: the longest any process spent training, the seconds
         per run (point and seed) summed over the processes, and how many processes there are."""
     plans = gather_json({"chosen": [int(i) for i in chosen], "sweep": _sweep_digest(task, grid, inputs, targets)})
+    check_plans(plans, len(points), jax.process_index())
     other = next((k for k, plan in enumerate(plans) if plan["sweep"] != plans[0]["sweep"]), None)
     if other is not None:  # its shares would be other points than process 0 thinks
         raise GdlnError(
@@ -886,9 +889,9 @@ def _check(
         seconds += spent
         entries.extend([point.index, _checked_entry(point)] for point in trained)
     shares = gather_json({"entries": entries, "seconds": seconds})
-    for share in shares:
-        for index, entry in share["entries"]:
-            points[index]["checked"] = entry
+    names = [network.name for network in task.networks]
+    for index, entry in share_entries(shares, chosen, names, task.training.seeds, jax.process_index()):
+        points[index]["checked"] = entry
     runs = len(chosen) * task.training.seeds
     total = sum(share["seconds"] for share in shares)
     return max(share["seconds"] for share in shares), (total / runs if runs else None), len(shares)

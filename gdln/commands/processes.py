@@ -6,6 +6,7 @@ which the CLI calls once, after switching 64-bit on and before JAX's backend sta
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass
 
 from gdln.derive.errors import GdlnError
@@ -38,7 +39,8 @@ def add_process_arguments(p) -> None:
     group.add_argument(
         "--coordinator",
         metavar="HOST:PORT",
-        help=f"where process 0 serves the coordinator, with --processes N (default ${COORDINATOR_ENV})",
+        help="where process 0 serves the coordinator, listening on that host only, with --processes N"
+        f" (default ${COORDINATOR_ENV}); JAX's coordinator authenticates no one: a trusted network only",
     )
     p.set_defaults(join_processes=join_from_arguments)
 
@@ -114,6 +116,8 @@ def join_from_arguments(args) -> None:
     settings = process_settings(args)
     if settings is None:
         return
+    if settings.process_id == 0:  # it blocks until every process joins: say for what, and how long
+        _say_waiting(settings)
     try:
         join_processes(settings.coordinator, settings.count, settings.process_id)
     except GdlnError as error:
@@ -122,3 +126,15 @@ def join_from_arguments(args) -> None:
                 f"--processes {AUTO}: {error}; JAX reads the run from a SLURM, Open MPI, Kubernetes or Cloud TPU job"
             ) from None
         raise GdlnError(f"--coordinator {settings.coordinator}: {error}") from None
+
+
+def _say_waiting(settings: ProcessSettings) -> None:
+    from gdln.commands.arguments import printable
+    from gdln.numeric.processes import JOIN_TIMEOUT_S
+
+    print(
+        f"gdln: process 0 serves the coordinator at {printable(str(settings.coordinator))}, waiting up to"
+        f" {JOIN_TIMEOUT_S} s for the {settings.count} processes of the run to join",
+        file=sys.stderr,
+        flush=True,
+    )

@@ -374,6 +374,7 @@ FINE = ["missing parents", "link to a folder"]
 PLACES = ["GDLN_CACHE_DIR", "XDG_CACHE_HOME", "GDLN_CONFIG_DIR", "XDG_CONFIG_HOME"]
 
 
+@pytest.mark.slow
 @settings(max_examples=14, deadline=None, derandomize=True)
 @given(kind=st.sampled_from(BROKEN + UNSAFE + FINE), place=st.sampled_from(PLACES))
 def test_race_answers_in_any_cache_environment(working_race, kind, place):
@@ -466,6 +467,7 @@ def test_warnings_are_not_errors_under_strict(tmp_path):
     assert status == 0 and len(warned) == 1
 
 
+@pytest.mark.slow
 def test_two_processes_racing_on_one_cold_cache_agree(tmp_path):
     """Two ``gdln race`` processes started together on an empty cache folder and no key yet: both
     answer, the same, without a warning, and a third process reads what they wrote."""
@@ -526,6 +528,7 @@ def _compiled_entries(folder: Path) -> list[Path]:
     return sorted((folder / "jax").glob("*-cache"))
 
 
+@pytest.mark.slow
 def test_swapped_or_changed_compiled_entries_are_removed_and_recompiled(warm_cache, tmp_path):
     """JAX's compiled programs are run as read: two entries swapped (a ``JaxRuntimeError`` on every
     run) or one changed inside its payload and compressed again (so that JAX's own checks pass: a
@@ -572,6 +575,7 @@ def test_an_entry_that_is_not_a_regular_file_in_jax_folder_is_removed(disk_cache
     assert sorted(p.name for p in jax_folder.iterdir()) == [cache.MANIFEST, "jit_h-03-cache"]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes")
 def test_a_named_pipe_at_the_key_path_does_not_hang(warm_cache, tmp_path):
     """The key is opened without blocking and refused as not a file: one warning, the answer."""
@@ -587,6 +591,7 @@ def test_a_named_pipe_at_the_key_path_does_not_hang(warm_cache, tmp_path):
     assert json.loads(done.stdout) == warm_cache[2]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes")
 def test_a_named_pipe_at_a_derivation_pickle_does_not_hang(warm_cache, tmp_path):
     """A derivation's pickle that is a named pipe is not read (it would block): the derivation is

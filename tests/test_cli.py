@@ -103,6 +103,7 @@ def numeric_crossover(scale, extra):
     return brentq(speeds, 1e-3, 50)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "scale, target_scale, order, extra",
     [
@@ -137,6 +138,7 @@ def test_derive_json_contract(capsys):
     assert "exp" in report["loss"]["expr"]
 
 
+@pytest.mark.slow
 def test_simulate_writes_curves(capsys, tmp_path):
     out = tmp_path / "curves.npz"
     report = run_json(

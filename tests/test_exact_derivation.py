@@ -179,6 +179,7 @@ def _check_couplings_against_numpy(task, network):
     return derivation
 
 
+@pytest.mark.slow
 def test_named_couplings_equal_the_expanded_exact_ones(monkeypatch):
     """Above MAX_EXACT_COUPLING_DEGREE a coupling is a named exact number (CouplingNumber). With
     the cap lowered so that every coupling of the 4-item mixed task is named: each equals the

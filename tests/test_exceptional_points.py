@@ -92,6 +92,7 @@ def test_the_set_is_printed_as_a_theorist_writes_it(models):
     assert exceptional.holds_at(models.derivation("dense").exceptional_set, {a: 1.5, b: 0.7}) is None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "point",
     [
@@ -126,6 +127,7 @@ def test_a_negative_value_is_the_mirror_of_the_positive_one(models):
         assert m["t_half"] == pytest.approx(p["t_half"], rel=RTOL)
 
 
+@pytest.mark.slow
 def test_prediction_at_the_defaults_is_the_fixed_derivation(models):
     """``Prediction.loss_curve`` raised "the solver failed" at a = 1 and worked at a = 1 + 1e-7."""
     ts = np.array([0.0, 500.0, 1000.0, 2000.0, 4000.0])
@@ -140,6 +142,7 @@ def load_spec_fixed(task, values):
     return task.with_values(values)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("offset", [1e-6, -1e-9, 3e-2])
 def test_near_the_set_the_routes_agree_with_the_fixed_one(models, offset):
     """No cancellation next to the set: at a = 1 + 1e-6 and 1 - 1e-9 (b = 3/2), inside

@@ -145,6 +145,7 @@ def check_same_flow(task, network: str) -> dict:
     return {"report": report, "exported": exported, "race": race}
 
 
+@pytest.mark.slow
 def test_tree_dense_exports_the_flow_the_race_integrates(tree):
     task = load_spec(tree).with_values({"a": 2, "b": sympy.Rational(1, 2)})
     found = check_same_flow(task, "dense")
@@ -155,6 +156,7 @@ def test_tree_dense_exports_the_flow_the_race_integrates(tree):
     assert found["exported"][-1] / found["exported"][0] == pytest.approx(0.13158, abs=5e-5)
 
 
+@pytest.mark.slow
 def test_three_contexts_common_ctx_exports_the_flow_the_race_integrates():
     task = load_spec(ROOT / "examples" / "three_contexts.toml").with_values({"g": sympy.Rational(3, 2)})
     found = check_same_flow(task, "common+ctx")

@@ -41,6 +41,7 @@ def _maps(derivation):
     ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("network", ["linear", "by-class"])
 def test_float_modes_are_the_exact_modes_on_digits(network, monkeypatch):
     task = task_from_dict(digits_task((0, 1, 2), per_class=6, epochs=10, seeds=1))
@@ -74,6 +75,7 @@ def _unique_modes(derivation):
     return found
 
 
+@pytest.mark.slow
 def test_float_route_keeps_groups_and_couplings_on_section4(monkeypatch):
     """Degenerate singular values and interacting pathways: the same symmetric groups, the same
     reduced system, and the same couplings between the modes a basis does not hide."""

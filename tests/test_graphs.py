@@ -66,6 +66,7 @@ def _as_graphs(task_path):
     return task, task_from_dict(document, source="graph form")
 
 
+@pytest.mark.slow
 def test_graph_form_of_section4_gives_the_module_networks_and_derivation():
     """Every network of the graph form reads back as the module form's pathways over the same data,
     so derive and race (functions of data and pathways) agree; one network's effective datasets
@@ -143,6 +144,7 @@ def test_shared_graph_paths_and_refusal_of_the_module_reduction(shared_task):
         NetworkDerivation(shared_task, "shared")
 
 
+@pytest.mark.slow
 def test_eq3_flow_on_shared_edges_matches_autodiff_and_finite_differences(shared_task):
     layout = graph_layout(shared_task.network("shared").graph, shared_task.num_datapoints)
     x = jnp.asarray(np.array(shared_task.inputs, dtype=float))
@@ -162,6 +164,7 @@ def test_eq3_flow_on_shared_edges_matches_autodiff_and_finite_differences(shared
             assert float(-difference) == pytest.approx(float(flow[e][index]), rel=FD_RTOL, abs=1e-9)
 
 
+@pytest.mark.slow
 def test_training_a_shared_graph_follows_its_gradient_flow(shared_task):
     layout = graph_layout(shared_task.network("shared").graph, shared_task.num_datapoints)
     x = np.array(shared_task.inputs, dtype=float)

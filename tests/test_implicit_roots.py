@@ -65,6 +65,7 @@ def test_routes(symbolic):
     assert all(sympy.Symbol("g", positive=True) in m.s.free_symbols for m in dense)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("value", VALUES)
 def test_singular_values_and_race_match_substituted_spec(symbolic, value):
     numeric = TaskPredictions(substituted(value))

@@ -66,6 +66,7 @@ def _numpy_singular_values(task, pathway):
     return np.linalg.svd(sigma, compute_uv=False)
 
 
+@pytest.mark.slow
 @settings(max_examples=4, **FUZZ)
 @given(document=context_tasks())
 def test_parametric_singular_values_are_the_fixed_task_s_and_numpy_s(document):

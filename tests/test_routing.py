@@ -85,6 +85,7 @@ def test_shared_reduction_says_when_its_bases_fail():
     assert reduction.assumptions.failures
 
 
+@pytest.mark.slow
 def test_routing_m4_theory_matches_decoupled_training_and_ranks_sharing_first():
     report = graph_verify_report(_task(4, 2), seeds=2)
     assert report["ranking"]["theory"] == ["share-all", "share-4", "share-1"]

@@ -261,6 +261,7 @@ def grid_around_fixed_point(draw):
     return axes
 
 
+@pytest.mark.slow
 @settings(max_examples=5, **FUZZ)
 @given(grids=grid_around_fixed_point())
 def test_a_point_s_answer_does_not_depend_on_the_rest_of_the_grid(xor, grids):

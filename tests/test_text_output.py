@@ -93,6 +93,7 @@ def test_derive_full_names_no_root_by_its_polynomial(capsys, algebraic_spec):
         assert f"{block['name']} = {block['expr']}" in text
 
 
+@pytest.mark.slow
 def test_race_and_unique_on_algebraic_speeds(capsys, algebraic_spec):
     text, report = text_and_json(capsys, "race", str(algebraic_spec))
     assert "CRootOf" in json.dumps(report["networks"][0]["speed"]) and "CRootOf" not in text

@@ -149,6 +149,7 @@ def _xor_crossover() -> float:
     return float(crossover.expr)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("side", [-1, 1])
 def test_self_consistent_search_switches_at_the_derived_crossover(side):
     """With the gates the alignment phase reaches (``--patterns self-consistent``: 4 single points

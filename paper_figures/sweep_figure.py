@@ -52,6 +52,17 @@ def _indices(report: dict, key: str, names: list[str]) -> np.ndarray:
     return np.array([names.index(p[key]) if p[key] in names else np.nan for p in report["points"]], dtype=float)
 
 
+def _predicted(report: dict, names: list[str]) -> tuple[np.ndarray, np.ndarray] | None:
+    """Each point's predicted followed network (`verify.rules.predicted_follows`) as its index in
+    ``names`` (NaN where undecided) and where it is undecided; ``None`` for a report without it."""
+    found = [p.get("predicted_follows") for p in report["points"]]
+    if not any(found):
+        return None
+    network = [(f or {}).get("network") for f in found]
+    index = np.array([names.index(n) if n in names else np.nan for n in network], dtype=float)
+    return index, np.array([f is not None and not f["decided"] for f in found])
+
+
 def sweep_figure(report: dict) -> Figure:
     names = [n["name"] for n in report["points"][0]["networks"]]
     colours = {name: COLOURS[k % len(COLOURS)] for k, name in enumerate(names)}
@@ -106,7 +117,21 @@ def _title(report: dict) -> str:
             )
     if not aligned_ran:
         title += "\nthe alignment-seeded race names no winner: none of its predictions is finite"
+    if any(p.get("predicted_follows") for p in report["points"]):
+        title += "\n" + _predicted_agreement(agreement)
     return title
+
+
+def _predicted_agreement(agreement: dict) -> str:
+    """The measured agreement of the rule that painted the map: from this report's checked points
+    where it has some, else the docs' measured table, named."""
+    decided = agreement.get("predicted_decided", 0)
+    if not agreement["checked"] or not decided:
+        return f"colours: the network predicted to be followed;\nits agreement with training: {PREDICTED_TABLE}"
+    return (
+        "colours: the network predicted to be followed;\n"
+        f"followed at {agreement['predicted_agree']} of the {decided} checked points where it decides"
+    )
 
 
 def _crossover_key(crossover: dict) -> Line2D:
@@ -124,11 +149,33 @@ def _plane(ax, report, names, colours, handles) -> None:
 
     cmap = ListedColormap([colours[n] for n in names])
     norm = BoundaryNorm(np.arange(len(names) + 1) - 0.5, len(names))
-    # the map itself is the alignment-seeded winner where there is one, else the width-seeded one
-    shown = np.where(np.isnan(aligned), winners, aligned)
+    # the map itself is the network predicted to be followed where there is a prediction (blank
+    # and hatched where it is undecided); else the alignment-seeded winner, else the width-seeded
+    predicted = _predicted(report, names)
+    if predicted is not None:
+        shown = predicted[0].reshape(shape)
+        label = "predicted to be followed"
+    else:
+        shown = np.where(np.isnan(aligned), winners, aligned)
+        label = "wins (" + ("alignment-seeded" if not np.all(np.isnan(aligned)) else "width-seeded") + " race)"
     ax.pcolormesh(x, y, shown.T, cmap=cmap, norm=norm, shading="nearest", alpha=0.35, rasterized=True)
-    mapped = "alignment-seeded" if not np.all(np.isnan(aligned)) else "width-seeded"
-    handles += [Patch(color=colours[n], alpha=0.35, label=f"{n} wins ({mapped} race)") for n in names]
+    handles += [Patch(color=colours[n], alpha=0.35, label=f"{n} {label}") for n in names]
+    if predicted is not None and predicted[1].any():
+        import matplotlib as mpl
+
+        undecided = predicted[1].reshape(shape).T
+        with mpl.rc_context({"hatch.color": "#777777", "hatch.linewidth": 0.6}):
+            # whole cells, as the colours are painted (contours would draw diamonds round lone points)
+            ax.pcolor(
+                x,
+                y,
+                np.ma.masked_where(~undecided, undecided.astype(float)),
+                shading="nearest",
+                cmap=ListedColormap(["white"]),
+                hatch=UNDECIDED_HATCH,
+                linewidth=0,
+            )
+        handles.append(Patch(facecolor="white", edgecolor="#777777", hatch=UNDECIDED_HATCH, label=UNDECIDED_LABEL))
     levels = np.arange(len(names) - 1) + 0.5
     if len(names) > 1 and np.nanmax(winners) != np.nanmin(winners):
         ax.contour(x, y, winners.T, levels=levels, colors="black", linewidths=1.6, linestyles="solid")
@@ -164,6 +211,12 @@ def _plane(ax, report, names, colours, handles) -> None:
     ax.set_xlim(x.min(), x.max())
     ax.set_ylim(y.min(), y.max())
 
+
+#: where the rule that paints the map is measured against training, for a map without checks
+PREDICTED_TABLE = "docs/phase_diagrams.md, predicted follows"
+#: where the prediction of the followed network is undecided: unpainted, dotted
+UNDECIDED_HATCH = "..."
+UNDECIDED_LABEL = "undecided (a lead below the rule's error)"
 
 #: a checked point whose seeds do not decide the followed candidate: half filled in its colour
 UNDECIDED: dict[str, Any] = {
@@ -427,7 +480,8 @@ def _winner_strip(ax, report, names, colours, x) -> None:
     from matplotlib.transforms import blended_transform_factory
 
     key = "aligned_winner" if report["seeds"]["aligned"] is not None else "winner"
-    winners = _indices(report, key, names)
+    predicted = _predicted(report, names)
+    winners = _indices(report, key, names) if predicted is None else predicted[0]
     edges = np.concatenate(
         [[x[0]], (x[1:] + x[:-1]) / 2 if not report["axes"][0]["log"] else np.sqrt(x[1:] * x[:-1]), [x[-1]]]
     )
@@ -437,8 +491,22 @@ def _winner_strip(ax, report, names, colours, x) -> None:
             ax.fill_between(
                 [edges[i], edges[i + 1]], 0, STRIP, transform=where, color=colours[names[int(winner)]], alpha=0.6, lw=0
             )
-    race = "alignment-seeded" if key == "aligned_winner" else "width-seeded (first to 10%)"
-    ax.text(0.005, STRIP + 0.005, f"winner, {race} race", transform=ax.transAxes, fontsize=7, va="bottom")
+    if predicted is not None:
+        for i in np.flatnonzero(predicted[1]):
+            ax.fill_between(
+                [edges[i], edges[i + 1]],
+                0,
+                STRIP,
+                transform=where,
+                facecolor="none",
+                edgecolor="#777777",
+                hatch=UNDECIDED_HATCH,
+                lw=0,
+            )
+        what = "predicted to be followed (dotted: undecided)"
+    else:
+        what = "winner, " + ("alignment-seeded" if key == "aligned_winner" else "width-seeded (first to 10%)") + " race"
+    ax.text(0.005, STRIP + 0.005, what, transform=ax.transAxes, fontsize=7, va="bottom")
 
 
 def write_sweep_figure(report: dict, path, key: str = "--plot") -> None:

@@ -871,7 +871,7 @@ def test_agreement_where_the_assumptions_hold_counts_those_points():
     whose checked points are set by hand)."""
     from gdln.verify.sweep_checks import agreement
 
-    def point(winner, aligned, follows, hold):
+    def point(winner, aligned, follows, hold, predicted=None):
         assumptions = {"hold": hold}
         return {
             "values": {"Delta": 1.0},
@@ -879,19 +879,28 @@ def test_agreement_where_the_assumptions_hold_counts_those_points():
             "aligned_winner": aligned,
             "assumptions": assumptions,
             "checked": {"follows": follows},
+            # undecided where no network is named: counted in neither predicted count
+            "predicted_follows": {"network": predicted, "decided": predicted is not None},
         }
 
     points = [
-        point("a", "a", "a", True),
-        point("a", "b", "b", True),
-        point("b", "b", "a", False),
+        point("a", "a", "a", True, "a"),
+        point("a", "b", "b", True, "a"),
+        point("b", "b", "a", False, "a"),
         point("a", "a", "b", True),
     ]
     for p in points:
         p["checked"]["max_deviation"] = 0.01
     found = agreement(points, near_boundary={3})
     assert (found["checked"], found["agree"], found["aligned_agree"]) == (4, 1, 2)
-    assert found["within_assumptions"] == {"checked": 3, "agree": 1, "aligned_agree": 2}
+    assert (found["predicted_decided"], found["predicted_agree"]) == (3, 2)
+    assert found["within_assumptions"] == {
+        "checked": 3,
+        "agree": 1,
+        "aligned_agree": 2,
+        "predicted_decided": 2,
+        "predicted_agree": 1,
+    }
     assert [
         (d["index"], d["outside_assumptions"], d["next_to_aligned_boundary"]) for d in found["disagree_points"]
     ] == [
@@ -1038,3 +1047,28 @@ def test_width_sweep_of_a_python_task_is_the_file_task():
         assert [n["t_half"] for n in p["networks"]] == pytest.approx([n["t_half"] for n in q["networks"]], rel=1e-12)
     first, last = a["points"][0]["networks"], a["points"][-1]["networks"]
     assert [n["t_half"] for n in first] != pytest.approx([n["t_half"] for n in last], rel=1e-6)
+
+
+#: the sweep's predicted followed network against ``race --predicted-validity``'s at one point:
+#: the same curves from batched and single descents, the aligned GDLN at pattern resolution
+#: against verify's chains at unit width (:mod:`numeric.aligned_model`)
+FOLLOWS_RTOL = 1e-9
+
+
+def test_each_point_s_predicted_follows_is_the_race_s_at_the_point(xor):
+    """Without training: every sweep point's ``predicted_follows`` (network, nearest, margin and
+    each candidate's deviation from the aligned GDLN) is what ``race --predicted-validity`` says
+    at that point alone; both sides of the XoR crossover are decided (Delta 0.5: xor; 3: linear)."""
+    report = sweep_report(xor, [parse_axis("Delta=0.5:3:3", xor)]).to_json()
+    for point in report["points"]:
+        alone = race_report(xor, point["values"], predict_validity=True).to_json()["predicted_follows"]
+        ours = point["predicted_follows"]
+        assert (ours["network"], ours["nearest"], ours["decided"]) == (
+            alone["network"],
+            alone["nearest"],
+            alone["decided"],
+        )
+        assert ours["margin"] == pytest.approx(alone["margin"], rel=FOLLOWS_RTOL)
+        for name, deviation in alone["deviations"].items():
+            assert ours["deviations"][name] == pytest.approx(deviation, rel=FOLLOWS_RTOL, abs=1e-15)
+    assert [p["predicted_follows"]["network"] for p in report["points"][::2]] == ["xor", "linear"]

@@ -46,6 +46,7 @@ from gdln.derive.spec import (
 )
 from gdln.derive.words import plural
 from gdln.numeric.agf import agf_points
+from gdln.numeric.aligned_model import pattern_chain_starts, pattern_chain_step, pattern_count
 from gdln.numeric.alignment import OUTPUT_FRACTION
 from gdln.numeric.prediction import TaskPredictions
 from gdln.numeric.processes import gather_json, process_share
@@ -359,14 +360,16 @@ def width_race(
 
 def aligned_race(
     models: TaskPredictions, grid: SweepGrid, rows: np.ndarray, data, hints: dict[str, np.ndarray] | None = None
-) -> tuple[dict[str, np.ndarray], np.ndarray, list[dict[str, Any]], float]:
+) -> tuple[dict[str, np.ndarray], np.ndarray, list[dict[str, Any]], list[dict[str, Any]], float]:
     """Every candidate's predicted ``t_half`` from the alignment phase of the spec's ReLU seeds,
     at the points ``rows``, the epoch at which each seed's phase ends there ``(rows, seeds)``,
     the theory's own verdict on its validity at each point from the same phase
-    (:func:`verify.sweep_checks.points_predicted_validity`) and the seconds that verdict took:
+    (:func:`verify.sweep_checks.points_predicted_validity`), the candidate predicted to be
+    followed there (:func:`verify.rules.predicted_follows`: the candidates' curves against the
+    aligned GDLN's, :mod:`numeric.aligned_model`) and the seconds the validity verdict took:
     each candidate followed from the settled units by gradient descent at the point's learning
     rate, as ``gdln verify`` follows it (:func:`numeric.sweep.aligned_descent`: balanced modes,
-    or each pathway's weight chain where pathways interact or run deeper)."""
+    or each pathway's weight chain where pathways interact or run deeper), over the whole run."""
     task, training = models.task, models.task.training
     predictions = {n.name: models.prediction(n.name) for n in task.networks}
     seeds, hidden = training.seeds, int(grid.hidden_units[rows[0]])
@@ -407,29 +410,48 @@ def aligned_race(
     values = np.repeat(grid.values[rows], seeds, axis=0)
     ts = np.arange(training.epochs // stride + 1) * stride
     run_inputs, run_targets = (np.repeat(x[rows], seeds, axis=0) for x in data)
-    found = {}
-    for name, prediction in predictions.items():
-        step, start = aligned_descent(prediction, phase, rates, values, run_inputs, run_targets)
-        # only each mean curve's fall to half is wanted: the descent stops there, points with an
-        # early width-seeded t_half first (a hint of their order, nothing more)
-        hint = None if hints is None else np.repeat(hints[name], seeds)
-        half = np.full(len(rows), np.nan)
-        for runs, curves in aligned_descent_chunks(
-            step,
-            start,
+    # every candidate's mean curve over the whole run, each point's seeds averaged as verify does
+    mean_curves = {
+        name: _mean_curves(
+            *aligned_descent(prediction, phase, rates, values, run_inputs, run_targets),
             phase,
             training.epochs,
-            stop_fraction=0.5,
-            groups=np.repeat(np.arange(len(rows)), seeds),
-            order_hint=hint,
-        ):
-            points = runs.reshape(-1, seeds) // seeds  # a point's seeds come together, in order
-            assert np.all(points == points[:, :1])
-            half[points[:, 0]] = finite_crossings(ts, curves.reshape(len(points), seeds, -1).mean(axis=1), 0.5)
-        found[name] = half
+            seeds,
+            None if hints is None else np.repeat(hints[name], seeds),
+        )
+        for name, prediction in predictions.items()
+    }
+    found = {name: finite_crossings(ts, curves, 0.5) for name, curves in mean_curves.items()}
+    patterns = pattern_count(phase)
+
+    def model_start(runs):
+        state, gates = pattern_chain_starts(phase, runs, patterns)
+        return state, (rates[runs], run_inputs[runs], run_targets[runs], gates)
+
+    model = _mean_curves(pattern_chain_step, model_start, phase, training.epochs, seeds, None)
+    follows = [
+        rules.predicted_follows({name: curves[k] for name, curves in mean_curves.items()}, model[k])
+        for k in range(len(rows))
+    ]
     started = time.perf_counter()
     predicted = points_predicted_validity(phase, run_inputs, run_targets, rates, training.epochs, seeds)
-    return found, np.asarray(phase.epochs).reshape(len(rows), seeds), predicted, time.perf_counter() - started
+    return found, np.asarray(phase.epochs).reshape(len(rows), seeds), predicted, follows, time.perf_counter() - started
+
+
+def _mean_curves(step, start, phase, epochs: int, seeds: int, hint) -> np.ndarray:
+    """Each point's mean loss curve ``(points, samples)`` over its ``seeds`` runs of ``phase``
+    (point by point, seed by seed), descended by ``step`` from ``start``
+    (:func:`numeric.sweep.aligned_descent_chunks`; ``hint``, an expected crossing per run, orders
+    the chunks)."""
+    points = len(phase.epochs) // seeds
+    found = np.full((points, epochs // phase.stride + 1), np.nan)
+    for runs, curves in aligned_descent_chunks(
+        step, start, phase, epochs, groups=np.repeat(np.arange(points), seeds), order_hint=hint
+    ):
+        rows = runs.reshape(-1, seeds) // seeds  # a point's seeds come together, in order
+        assert np.all(rows == rows[:, :1])
+        found[rows[:, 0]] = curves.reshape(len(rows), seeds, -1).mean(axis=1)
+    return found
 
 
 def _winner_labels(points: list[dict], names: list[str], key: str) -> np.ndarray:
@@ -526,6 +548,7 @@ def sweep_report(
     aligned_seconds = 0.0
     phase_epochs = np.full((grid.size, task.training.seeds), -1)
     predicted: list[dict[str, Any] | None] = [None] * grid.size
+    predicted_follows: list[dict[str, Any] | None] = [None] * grid.size
     predicted_seconds = 0.0
     exceptional: list[str | None] = [None] * grid.size
     groups: dict[int, TaskPredictions] = {}
@@ -558,11 +581,11 @@ def sweep_report(
         for models_here, grid_here, rows in parts:
             aligned_start = time.perf_counter()
             point_hints = {name: hint[rows] for name, hint in hints.items()}
-            found, phase_epochs[rows], verdicts, seconds = aligned_race(
+            found, phase_epochs[rows], verdicts, follows, seconds = aligned_race(
                 models_here, grid_here, rows, (inputs, targets), point_hints
             )
-            for row, verdict in zip(rows, verdicts):
-                predicted[row] = verdict
+            for row, verdict, follow in zip(rows, verdicts, follows):
+                predicted[row], predicted_follows[row] = verdict, follow
             predicted_seconds += seconds
             aligned_seconds += time.perf_counter() - aligned_start - seconds
             for k, name in enumerate(names):
@@ -596,6 +619,7 @@ def sweep_report(
                 "networks": entries,
                 "assumptions": point_assumptions(phase_epochs[index], stable[index]) if ok[index] else None,
                 "predicted_validity": predicted[index],
+                "predicted_follows": predicted_follows[index],
                 "checked": None,
                 # only where the point is derived where it lies, as in `race`: other outputs unchanged
                 **({"exceptional_point": exceptional[index]} if exceptional[index] else {}),

@@ -140,6 +140,9 @@ def agreement(points: list[dict], near_boundary: set[int]) -> dict[str, Any]:
             "checked": len(group),
             "agree": sum(p["winner"] == p["checked"]["follows"] for p in group),
             "aligned_agree": sum(p["aligned_winner"] == p["checked"]["follows"] for p in group),
+            # the prediction of the followed network counts where it decides (undecided: no claim)
+            "predicted_decided": sum(_predicted(p) is not None for p in group),
+            "predicted_agree": sum(_predicted(p) == p["checked"]["follows"] for p in group),
         }
 
     disagree = [i for i in indices if points[i]["aligned_winner"] != points[i]["checked"]["follows"]]
@@ -159,6 +162,12 @@ def agreement(points: list[dict], near_boundary: set[int]) -> dict[str, Any]:
         "within_assumptions": counts(within),
         "decided": counts(decided),
     }
+
+
+def _predicted(point: dict) -> str | None:
+    """The network ``point`` is predicted to follow (`verify.rules.predicted_follows`), ``None``
+    where undecided or not predicted."""
+    return (point.get("predicted_follows") or {}).get("network")
 
 
 def boundary_points(labels: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:

@@ -34,6 +34,17 @@ def cmd_sweep(args):
     emit(report, args.json, _render_sweep, markdown=args.markdown, fixed=task.fixed, training=training_settings(args))
 
 
+def _render_predicted_follows(points, names) -> None:
+    """One line: where each candidate is predicted to be followed, and where that is undecided."""
+    found = [p.get("predicted_follows") for p in points]
+    if not any(found):
+        return
+    counts = {name: sum((f or {}).get("network") == name for f in found) for name in names}
+    undecided = sum(f is not None and not f["decided"] for f in found)
+    shares = ", ".join(f"{name} at {count} point{'s' if count != 1 else ''}" for name, count in counts.items())
+    print(f"  predicted to be followed (no training, verify's rule): {shares}; undecided at {undecided}")
+
+
 def _render_sweep(report):
     from gdln.derive.words import plural
     from gdln.verify.rules import DECIDED_STANDARD_ERRORS
@@ -49,6 +60,7 @@ def _render_sweep(report):
             continue
         shares = ", ".join(f"{name} at {count} point{'s' if count != 1 else ''}" for name, count in counts.items())
         print(f"  {what}: {shares}")
+    _render_predicted_follows(points, names)
     for crossover in report["crossovers"]:
         first, second = crossover["networks"]
         value = (
@@ -79,6 +91,11 @@ def _render_sweep(report):
             if p["checked"]
         )
         print(f"  the followed network stays within {report['validity']:.0%} of the initial loss at {holds} of them")
+        if agreement.get("predicted_decided"):
+            print(
+                f"  the network predicted to be followed is followed at {agreement['predicted_agree']} of the"
+                f" {agreement['predicted_decided']} where that prediction decides"
+            )
         predicted = agreement.get("predicted_validity")
         if predicted is not None:
             print(

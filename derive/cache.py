@@ -68,7 +68,9 @@ CONFIG_ENV = "GDLN_CONFIG_DIR"
 KEY_FILE = "cache-key"
 KEY_BYTES = 32
 #: the folders gdln writes under the cache folder: made owner-only, checked like the folder
-PARTS = ("derivations", "derivations/modes", "jax", "jax/executables")
+PARTS = ("derivations", "derivations/modes", "jax", "jax/executables", "points")
+#: the part holding a checked sweep's points (``verify.sweep_store``), one sealed file each
+POINTS = "points"
 
 
 class CacheWarning(UserWarning):
@@ -294,7 +296,7 @@ def remove_stale(root: Path) -> int:
     in the cache folder, its parts and the key's folder: those of a process that no longer runs,
     and any older than :data:`STALE_SECONDS`; returns how many. Called by :func:`enable`, so each
     run that uses the cache cleans up after the ones before it."""
-    folders = [root, root / "jax", root / "jax" / "executables", root / "derivations"]
+    folders = [root, root / "jax", root / "jax" / "executables", root / "derivations", root / POINTS]
     with contextlib.suppress(OSError):
         folders += [Path(e.path) for e in os.scandir(root / "derivations") if e.is_dir(follow_symlinks=False)]
     with contextlib.suppress(RuntimeError, KeyError, OSError):  # no home folder: no key folder to look in
@@ -931,7 +933,7 @@ def usage(root: Path | None = None) -> dict[str, Any]:
     root = Path(root) if root is not None else (cache_root() or default_root())
     found = problem(root)
     parts = {}
-    for part in ("derivations", "jax"):
+    for part in ("derivations", "jax", POINTS):
         files, size = 0, 0
         try:
             for f in (root / part).rglob("*") if (root / part).is_dir() else ():
@@ -945,9 +947,10 @@ def usage(root: Path | None = None) -> dict[str, Any]:
 
 
 def clear(root: Path | None = None) -> None:
-    """Remove the cache folder's derivations and compiled code, and forget this process's."""
+    """Remove the cache folder's derivations, compiled code and checked points, and forget this
+    process's."""
     root = Path(root) if root is not None else (cache_root() or default_root())
-    for part in ("derivations", "jax"):
+    for part in ("derivations", "jax", POINTS):
         shutil.rmtree(root / part, ignore_errors=True)
     _memory.clear()
     _stored.clear()

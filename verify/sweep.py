@@ -79,6 +79,7 @@ from .sweep_checks import (
     stable_descent,
 )
 from .sweep_shares import check_plans, share_entries
+from .sweep_store import PointStore, Shard, batches, slice_rows
 
 #: the training settings an axis may sweep, beside the spec's parameters
 TRAINING_AXES = ("init_scale", "learning_rate", "hidden_units")
@@ -505,6 +506,7 @@ def sweep_report(
     check: int = 0,
     models: TaskPredictions | None = None,
     agf: bool = False,
+    shard: Shard | None = None,
 ) -> SweepReport:
     """The race at every grid point (width- and alignment-seeded), the derived crossovers, and
     at ``check`` points the candidate trained ReLU networks follow (see the module docstring).
@@ -519,6 +521,8 @@ def sweep_report(
         agf: at the checked points, also predict by the Alternating Gradient Flows model of the
             ReLU network (`numeric.agf`, as ``gdln verify --agf``): ``agf_deviation`` in each
             ``checked`` entry (never the candidate followed).
+        shard: train only this slice's share of the checked points (`verify.sweep_store.Shard`),
+            written to the disk cache for a later run without a slice; only those are ``checked``.
 
     Returns:
         The phase diagram (`SweepReport`; ``to_json()`` is ``gdln sweep --json``).
@@ -626,13 +630,15 @@ def sweep_report(
             }
         )
 
-    training_seconds, per_run, processes = 0.0, None, 1
+    training_seconds, per_run, processes, resumed = 0.0, None, 1, 0
     aligned_labels = _winner_labels(points, names, "aligned_winner")
     if check:
         hold = np.array([bool(p["assumptions"] and p["assumptions"]["hold"]) for p in points])
         chosen = check_points(aligned_labels, grid.shape, check, ok, claimed=hold)
         step(f"training at {plural(len(chosen), 'checked point')}")
-        training_seconds, per_run, processes = _check(groups, task, grid, chosen, points, inputs, targets, agf)
+        training_seconds, per_run, processes, resumed = _check(
+            groups, task, grid, chosen, points, inputs, targets, agf, shard
+        )
 
     step.close()
     near_boundary = set(boundary_points(aligned_labels, grid.shape).tolist())
@@ -671,6 +677,7 @@ def sweep_report(
                 "training_s": training_seconds,
                 "training_run_s": per_run,
                 "processes": processes,
+                "resumed": resumed,
             },
         }
     )
@@ -884,7 +891,15 @@ def _sweep_digest(task: Task, grid: SweepGrid, inputs, targets) -> str:
 
 
 def _check(
-    groups, task: Task, grid: SweepGrid, chosen: np.ndarray, points: list[dict], inputs, targets, agf: bool = False
+    groups,
+    task: Task,
+    grid: SweepGrid,
+    chosen: np.ndarray,
+    points: list[dict],
+    inputs,
+    targets,
+    agf: bool = False,
+    shard: Shard | None = None,
 ):
     """Train ReLU networks at the ``chosen`` points with the spec's seeds, and say which
     candidate each follows by verify's rule (``points[i]["checked"]``).
@@ -894,9 +909,14 @@ def _check(
     the same whatever the number of processes. A process holds one chunk's training arrays at a
     time (:data:`CHECK_CHUNK_BYTES`) and a small entry per point it trained.
 
+    Each entry is kept on disk as its batch finishes, where the disk cache is on, and read back
+    instead of trained when the same point is checked again (:mod:`verify.sweep_store`). With
+    ``shard``, only that slice's share of the chosen points is trained and filled in.
+
     Returns:
-        ``(seconds, per_run, processes)``: the longest any process spent training, the seconds
-        per run (point and seed) summed over the processes, and how many processes there are."""
+        ``(seconds, per_run, processes, resumed)``: the longest any process spent training, the
+        seconds per run (point and seed) trained, summed over the processes, how many processes
+        there are, and how many points this process read back from the disk cache."""
     plans = gather_json({"chosen": [int(i) for i in chosen], "sweep": _sweep_digest(task, grid, inputs, targets)})
     check_plans(plans, len(points), jax.process_index())
     other = next((k for k, plan in enumerate(plans) if plan["sweep"] != plans[0]["sweep"]), None)
@@ -906,16 +926,25 @@ def _check(
             " every process runs the same command"
         )
     chosen = np.asarray(plans[0]["chosen"], dtype=int)  # process 0's choice, for all
+    if shard is not None and len(plans) > 1:  # the processes' shares would not be the slice's
+        raise GdlnError("--shard: a slice runs as one process; give no --processes")
+    if shard is not None:  # every slice chose the same points: it trains its share of them
+        chosen = slice_rows(chosen, grid.hidden_units, shard)
     mine = chosen[process_share(len(chosen))]
-    entries: list[list] = []
+    store = PointStore(task, grid, agf)  # off with the disk cache
+    resumed = store.read(mine)
+    entries: list[list] = [[index, entry] for index, entry in resumed.items()]
     seconds = 0.0
-    for trained, spent in _train_points(groups, task, grid, mine, inputs, targets, agf):
-        seconds += spent
-        entries.extend([point.index, _checked_entry(point)] for point in trained)
+    for batch in batches(np.setdiff1d(mine, list(resumed)), grid.hidden_units, task.training.seeds):
+        for trained, spent in _train_points(groups, task, grid, batch, inputs, targets, agf):
+            seconds += spent
+            for point in trained:  # kept as it finishes: a rerun of an interrupted sweep reads it back
+                entries.append([point.index, _checked_entry(point)])
+                store.write(point.index, entries[-1][1])
     shares = gather_json({"entries": entries, "seconds": seconds})
     names = [network.name for network in task.networks]
     for index, entry in share_entries(shares, chosen, names, task.training.seeds, jax.process_index()):
         points[index]["checked"] = entry
-    runs = len(chosen) * task.training.seeds
+    runs = (len(chosen) - len(resumed)) * task.training.seeds  # this process's resumed: exact for one
     total = sum(share["seconds"] for share in shares)
-    return max(share["seconds"] for share in shares), (total / runs if runs else None), len(shares)
+    return max(share["seconds"] for share in shares), (total / runs if runs else None), len(shares), len(resumed)

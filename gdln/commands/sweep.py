@@ -2,29 +2,34 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
-from gdln.derive.errors import SpecError
+from gdln.derive.errors import GdlnError, SpecError
 from gdln.verify.files import PLOT_SUFFIXES
 
 from .arguments import load, printable, training_settings, with_spec
 from .output import check_output, emit, value_text
-from .processes import add_process_arguments
+from .processes import add_process_arguments, join_from_arguments, process_settings
 
 
 def cmd_sweep(args):
     from gdln.numeric.processes import is_first_process
     from gdln.verify.sweep import parse_axis, sweep_report
 
-    check_output(args.plot, "--plot", PLOT_SUFFIXES)  # before any work
+    shard = _shard(args)  # before any work, as the other flags
+    check_output(args.plot, "--plot", PLOT_SUFFIXES)
     task = load(args).with_training(seeds=args.seeds)
     axes = [parse_axis(text, task) for text in args.grid]
     clash = [axis.name for axis in axes if axis.name in training_settings(args)]
     if clash:  # as sweep_report refuses a parameter given both ways
         raise SpecError("--grid", clash[0], "is both an axis and a --set value")
     # --check below 0 is refused by sweep_report, as for a caller in Python
-    report = sweep_report(task, axes, check=args.check, agf=args.agf)
+    report = sweep_report(task, axes, check=args.check, agf=args.agf, shard=shard)
     if not is_first_process():  # of several processes, process 0 alone writes the figure and the report
+        return
+    _say_resumed(report, shard)
+    if shard is not None:  # a slice's report is partial: the run without --shard assembles the whole
         return
     if args.plot is not None:
         from gdln.figures.sweep_figure import write_sweep_figure
@@ -32,6 +37,84 @@ def cmd_sweep(args):
         write_sweep_figure(report, args.plot, "--plot")
         print(f"wrote {printable(str(args.plot))}", file=sys.stderr)  # escaped, as in errors
     emit(report, args.json, _render_sweep, markdown=args.markdown, fixed=task.fixed, training=training_settings(args))
+
+
+#: ``--shard auto``: the slice from a SLURM job array's variables
+SHARD_AUTO = "auto"
+ARRAY_ID_ENV, ARRAY_MIN_ENV, ARRAY_COUNT_ENV = "SLURM_ARRAY_TASK_ID", "SLURM_ARRAY_TASK_MIN", "SLURM_ARRAY_TASK_COUNT"
+
+
+def _shard(args):
+    """The slice that ``--shard`` names, checked with the flags it needs; ``None`` without it."""
+    from gdln.derive import cache
+    from gdln.verify.sweep_store import Shard
+
+    if args.shard is None:
+        return None
+    shard = Shard(*parse_shard(args.shard))
+    if args.check <= 0:
+        raise GdlnError(f"--shard {shard}: a slice trains its share of the checked points: give --check N")
+    if args.plot is not None:
+        raise GdlnError(f"--shard {shard}: a slice writes no figure; give --plot to the run without --shard")
+    if cache.cache_root() is None:  # --no-cache, or a folder that cannot be used: the slice's work would be lost
+        raise GdlnError(f"--shard {shard}: a slice keeps its points in the cache folder, which is not in use")
+    return shard
+
+
+def _join_unless_sharded(args) -> None:
+    """Join a run of several processes (before JAX's backend starts, so the refusal comes first):
+    a slice is one process, its share of the points the slice's alone."""
+    if args.shard is not None and process_settings(args) is not None:
+        raise GdlnError(f"--shard {args.shard}: a slice runs as one process; give no --processes")
+    join_from_arguments(args)
+
+
+def parse_shard(text: str, environ=None) -> tuple[int, int]:
+    """``(I, N)`` from ``I/N``, ``auto/N`` or ``auto``: ``auto`` takes ``I`` as the SLURM array task's
+    position in its array (``SLURM_ARRAY_TASK_ID - SLURM_ARRAY_TASK_MIN + 1``, so ``--array=0-2``
+    and ``--array=1-3`` both give 1 to 3) and ``N`` from ``SLURM_ARRAY_TASK_COUNT``."""
+    environ = os.environ if environ is None else environ
+    index, sep, count = text.strip().partition("/")
+    if not sep and index != SHARD_AUTO:
+        raise GdlnError(f"--shard: {text!r} is not I/N, auto/N or auto")
+    total = _whole(count, None, text) if sep else _whole(environ.get(ARRAY_COUNT_ENV), ARRAY_COUNT_ENV, text)
+    if index.strip() != SHARD_AUTO:
+        return _whole(index, None, text), total
+    task = _whole(environ.get(ARRAY_ID_ENV), ARRAY_ID_ENV, text)
+    first = _whole(environ.get(ARRAY_MIN_ENV, "0"), ARRAY_MIN_ENV, text)
+    return task - first + 1, total
+
+
+def _whole(text, variable: str | None, shard: str) -> int:
+    """A whole number from the flag (``variable`` ``None``) or from that environment variable."""
+    if text is None:
+        raise GdlnError(f"--shard {shard}: ${variable} is not set (not a SLURM array task?); give --shard I/N")
+    try:
+        return int(str(text).strip())
+    except ValueError:
+        if variable is None:
+            raise GdlnError(f"--shard: {shard!r} is not I/N, auto/N or auto with whole numbers I and N") from None
+        raise GdlnError(f"--shard {shard}: ${variable} is {str(text)[:40]!r}, not a whole number") from None
+
+
+def _say_resumed(report, shard) -> None:
+    """One line on stderr: the checked points read back from the cache, and what a slice wrote."""
+    from gdln.derive import cache
+    from gdln.derive.words import plural
+
+    checked = sum(p["checked"] is not None for p in report["points"])
+    root = cache.cache_root()
+    if root is None or not checked:
+        return
+    resumed = report["timing"]["resumed"]
+    if shard is None:
+        print(f"gdln: resumed {resumed} of {checked} checked points from the cache", file=sys.stderr)
+        return
+    print(
+        f"gdln: slice {shard}: {plural(checked, 'checked point')} in {printable(str(root / 'points'))}"
+        f" ({checked - resumed} trained, {resumed} there already); run without --shard to assemble the sweep",
+        file=sys.stderr,
+    )
 
 
 def _render_predicted_follows(points, names) -> None:
@@ -170,5 +253,12 @@ def add_parser(sub) -> None:
         help="at the checked points, also the Alternating Gradient Flows model's deviation (needs --check)",
     )
     p.add_argument("--plot", metavar="FILE.png", help="write the phase diagram (.png, .pdf or .svg)")
+    p.add_argument(
+        "--shard",
+        metavar="I/N|auto/N|auto",
+        help="train only slice I of N of the checked points (1 <= I <= N) and keep them in the cache folder,"
+        " for a job array; 'auto' reads I (and N) from SLURM_ARRAY_TASK_ID, _MIN and _COUNT. The same command"
+        " without --shard, on the same cache folder, then assembles the sweep",
+    )
     add_process_arguments(p)
-    p.set_defaults(run=cmd_sweep)
+    p.set_defaults(run=cmd_sweep, join_processes=_join_unless_sharded)

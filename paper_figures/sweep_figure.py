@@ -492,9 +492,9 @@ def _winner_strip(ax, report, names, colours, x) -> None:
                 [edges[i], edges[i + 1]], 0, STRIP, transform=where, color=colours[names[int(winner)]], alpha=0.6, lw=0
             )
     if predicted is not None:
-        for i in np.flatnonzero(predicted[1]):
+        for undecided in np.flatnonzero(predicted[1]).tolist():
             ax.fill_between(
-                [edges[i], edges[i + 1]],
+                [edges[undecided], edges[undecided + 1]],
                 0,
                 STRIP,
                 transform=where,

@@ -136,7 +136,7 @@ def _build_site(folder: Path, execute: bool) -> subprocess.CompletedProcess:
     )
 
 
-@pytest.mark.slow
+# in the fast tier: CI builds the site strict, its tutorials executed, on every run (.ci/run)
 def test_the_site_builds_the_first_time_on_a_fresh_clone_with_the_tutorials_outputs(tmp_path):
     """The README's docs command, once, on a copy without build/: the API page's tree
     (build/typecheck) is linked before mkdocstrings reads its paths (the first build once failed

@@ -244,10 +244,21 @@ def _points_on_the_set(models, limit: int = 2) -> list[float]:
     return found
 
 
+@settings(max_examples=1, **FUZZ)
+@given(document=context_tasks())
+def test_a_generated_task_at_points_on_its_set_equals_the_set_route(document):
+    """The first generated task of the slow test below, in the fast tier: CI runs one."""
+    _generated_task_equals_the_set_route(document)
+
+
 @pytest.mark.slow
 @settings(max_examples=3, **FUZZ)
 @given(document=context_tasks())
 def test_generated_tasks_at_points_on_their_set_equal_the_set_route(document):
+    _generated_task_equals_the_set_route(document)
+
+
+def _generated_task_equals_the_set_route(document):
     """Generated context tasks (2-3 contexts of 1-3 items, ``g`` scaling one context's targets):
     at every real point of their exceptional set, at zero, below it and at the default, the race
     equals the derivation with ``g`` fixed there."""

@@ -1072,3 +1072,7 @@ def test_each_point_s_predicted_follows_is_the_race_s_at_the_point(xor):
         for name, deviation in alone["deviations"].items():
             assert ours["deviations"][name] == pytest.approx(deviation, rel=FOLLOWS_RTOL, abs=1e-15)
     assert [p["predicted_follows"]["network"] for p in report["points"][::2]] == ["xor", "linear"]
+    # on XoR the rule names the alignment-seeded race's winner wherever it decides (issue 48)
+    for point in report["points"]:
+        if point["predicted_follows"]["decided"]:
+            assert point["predicted_follows"]["network"] == point["aligned_winner"], point["values"]

@@ -61,10 +61,16 @@ class SharedReduction:
     # --- effective datasets -------------------------------------------------------------
     @cached_property
     def sigma_yx(self) -> tuple[sympy.ImmutableMatrix, ...]:
-        return tuple(
-            sigma_yx(self.task, p) if p.active else sympy.ImmutableMatrix.zeros(len(p.outputs), len(p.inputs))
-            for p in self.network.pathways
-        )
+        # paths with the same inputs, outputs and datapoints have the same correlation: each is
+        # formed once (two layers of ten nodes make 100 paths and one correlation)
+        found: dict[tuple, sympy.ImmutableMatrix] = {}
+        for p in self.network.pathways:
+            key = (p.inputs, p.outputs, p.active)
+            if key not in found:
+                found[key] = (
+                    sigma_yx(self.task, p) if p.active else sympy.ImmutableMatrix.zeros(len(p.outputs), len(p.inputs))
+                )
+        return tuple(found[(p.inputs, p.outputs, p.active)] for p in self.network.pathways)
 
     @cached_property
     def paths_with_data(self) -> tuple[int, ...]:
@@ -206,43 +212,64 @@ class SharedReduction:
             return singular, variances, failures
         if len({len(vs) for vs in inputs.values()}) > 1:
             failures.append("components of the graph have different numbers of modes")
+        # the checks of a path, and of a pair of paths, depend only on their bases, features and
+        # datapoints: each distinct one is done once. Done per path and per pair, they were the
+        # SymPy products of every pair of paths into an output node, 10^4 pairs at 100 paths
+        # (minutes) and 10^6 at the limit of 1000
+        path_checks: dict[tuple, tuple[tuple[sympy.Expr, ...], bool, bool]] = {}
         for p in self.paths_with_data:
             source, target = self._ends(p)
-            v, u = self.input_bases[source], self.output_bases[target]
-            projected = (u.T * self.sigma_yx[p] * v).applyfunc(tidy)
-            name = self.network.pathways[p].name
-            if any(
-                not vanishes(projected[a, b]) for a in range(projected.rows) for b in range(projected.cols) if a != b
-            ):
-                failures.append(f"path {name}: Sigma_yx is not diagonal in the shared bases")
-            rest = (self.sigma_yx[p] - u * projected * v.T).applyfunc(tidy)
-            if any(not vanishes(e) for e in rest):
-                failures.append(f"path {name}: Sigma_yx has a part outside the shared modes")
-            singular[p] = tuple(projected[k, k] for k in range(projected.rows))
+            pathway = self.network.pathways[p]
+            key = (source, target, pathway.inputs, pathway.outputs, pathway.active)
+            if key not in path_checks:
+                v, u = self.input_bases[source], self.output_bases[target]
+                projected = (u.T * self.sigma_yx[p] * v).applyfunc(tidy)
+                diagonal = all(
+                    vanishes(projected[a, b]) for a in range(projected.rows) for b in range(projected.cols) if a != b
+                )
+                rest = (self.sigma_yx[p] - u * projected * v.T).applyfunc(tidy)
+                inside = all(vanishes(e) for e in rest)
+                path_checks[key] = (tuple(projected[k, k] for k in range(projected.rows)), diagonal, inside)
+            values, diagonal, inside = path_checks[key]
+            if not diagonal:
+                failures.append(f"path {pathway.name}: Sigma_yx is not diagonal in the shared bases")
+            if not inside:
+                failures.append(f"path {pathway.name}: Sigma_yx has a part outside the shared modes")
+            singular[p] = values
+        into: dict[str, list[int]] = {}
+        for j in range(len(self.graph.paths)):
+            into.setdefault(self._ends(j)[1], []).append(j)
+        on = [frozenset(pathway.active) for pathway in self.network.pathways]
+        pair_checks: dict[tuple, tuple[tuple[sympy.Expr, ...], bool]] = {}
         for p in self.paths_with_data:
-            for j in range(len(self.graph.paths)):
-                if self._ends(j)[1] != self._ends(p)[1]:
-                    continue
-                both = set(self.network.pathways[j].active) & set(self.network.pathways[p].active)
+            for j in into[self._ends(p)[1]]:
+                both = on[j] & on[p]
                 if not both:
                     continue
-                sj = self._ends(j)[0]
+                sj, sp = self._ends(j)[0], self._ends(p)[0]
                 if sj not in inputs:
                     failures.append(
                         f"path {self.network.pathways[j].name} shares datapoints with a path that learns but has no modes"
                     )
                     continue
-                vj, vp = self.input_bases[sj], self.input_bases[self._ends(p)[0]]
-                correlation = sigma_x(self.task, self.network.pathways[j], self.network.pathways[p])
-                d = (vj.T * correlation * vp).applyfunc(tidy)
-                leak = (vj.T * correlation - d * vp.T).applyfunc(tidy)
-                off = any(not vanishes(d[a, b]) for a in range(d.rows) for b in range(d.cols) if a != b)
-                if off or any(not vanishes(e) for e in leak):
-                    failures.append(
-                        f"paths {self.network.pathways[j].name}, {self.network.pathways[p].name}: "
-                        "Sigma_x(j, p) is not diagonal in the shared bases"
+                pathway_j, pathway_p = self.network.pathways[j], self.network.pathways[p]
+                key = (sj, sp, pathway_j.inputs, pathway_p.inputs, both)
+                if key not in pair_checks:
+                    vj, vp = self.input_bases[sj], self.input_bases[sp]
+                    correlation = sigma_x(self.task, pathway_j, pathway_p)
+                    d = (vj.T * correlation * vp).applyfunc(tidy)
+                    leak = (vj.T * correlation - d * vp.T).applyfunc(tidy)
+                    off = any(not vanishes(d[a, b]) for a in range(d.rows) for b in range(d.cols) if a != b)
+                    pair_checks[key] = (
+                        tuple(d[k, k] for k in range(d.rows)),
+                        not off and all(vanishes(e) for e in leak),
                     )
-                variances[(j, p)] = tuple(d[k, k] for k in range(d.rows))
+                values, diagonal = pair_checks[key]
+                if not diagonal:
+                    failures.append(
+                        f"paths {pathway_j.name}, {pathway_p.name}: Sigma_x(j, p) is not diagonal in the shared bases"
+                    )
+                variances[(j, p)] = values
         for node in self.graph.nodes:
             if node.role == "hidden" and node.size < self.num_modes:
                 failures.append(f"hidden node {node.name} has {node.size} units for {self.num_modes} modes")
@@ -282,24 +309,32 @@ class SharedReduction:
         """``b_{p,k}``: the product of ``b_{e,k}`` along path ``p`` (leaving out edge ``skip``)."""
         return sympy.Mul(*(self.strengths[e][k] for e in self.graph.paths[p].edges if e != skip))
 
+    @cached_property
+    def overlaps(self) -> dict[int, tuple[tuple[int, tuple[sympy.Expr, ...]], ...]]:
+        """For each path ``p`` with data, ``(j, d(j, p))`` for the paths ``j`` into its output node
+        that share datapoints with it (:attr:`variances` by its second path, in its order)."""
+        found: dict[int, list[tuple[int, tuple[sympy.Expr, ...]]]] = {}
+        for (j, p), d in self.variances.items():
+            found.setdefault(p, []).append((j, d))
+        return {p: tuple(pairs) for p, pairs in found.items()}
+
     def _drive(self, p: int, k: int) -> sympy.Expr:
         s = self.singular_values.get(p, (0,) * self.num_modes)[k]
-        overlap = sum(
-            (self.path_strength(j, k) * d[k] for (j, q), d in self.variances.items() if q == p),
-            sympy.Integer(0),
-        )
-        return s - overlap
+        # one Add of every term: summed one by one, SymPy flattens the growing sum again at each
+        return s - sympy.Add(*(self.path_strength(j, k) * d[k] for j, d in self.overlaps.get(p, ())))
 
     @cached_property
     def rates(self) -> tuple[tuple[sympy.Expr, ...], ...]:
         """``db_{e,k}/dt`` (Eq. 6), rows by edge and columns by mode."""
         self._require()
+        # each path's drive once, shared by the rates of every edge on it
+        drives = {(p, k): self._drive(p, k) for p in self.singular_values for k in range(self.num_modes)}
         rows = []
         for e in range(len(self.graph.edges)):
             row = []
             for k in range(self.num_modes):
                 terms = [
-                    self.path_strength(p, k, skip=e) * self._drive(p, k)
+                    self.path_strength(p, k, skip=e) * drives[(p, k)]
                     for p in self.graph.paths_through[e]
                     if p in self.singular_values
                 ]
@@ -311,15 +346,12 @@ class SharedReduction:
     def loss(self) -> sympy.Expr:
         """``L = tr<yy^T>/2 - sum_{p,k} s_k(p) b_{p,k} + 1/2 sum_{j,p,k} b_{j,k} d_k(j,p) b_{p,k}``."""
         self._require()
-        total = target_power(self.task) / 2
+        terms = [target_power(self.task) / 2]
         for p, s in self.singular_values.items():
-            total -= sum((s[k] * self.path_strength(p, k) for k in range(self.num_modes)), sympy.Integer(0))
+            terms += [-s[k] * self.path_strength(p, k) for k in range(self.num_modes)]
         for (j, p), d in self.variances.items():
-            total += sum(
-                (self.path_strength(j, k) * d[k] * self.path_strength(p, k) / 2 for k in range(self.num_modes)),
-                sympy.Integer(0),
-            )
-        return total
+            terms += [self.path_strength(j, k) * d[k] * self.path_strength(p, k) / 2 for k in range(self.num_modes)]
+        return sympy.Add(*terms)
 
     def text(self) -> str:
         """The reduced system as text: bases' sizes, strengths per path, and the ODE of each ``b``."""

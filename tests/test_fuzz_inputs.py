@@ -522,6 +522,31 @@ def test_graph_counts_at_and_past_their_limits(capsys, tmp_path):
             assert refused in one_line_error(capsys, load_argv(path))
 
 
+def test_a_graph_of_100_shared_paths_races_and_derives(capsys, tmp_path):
+    """Two fully connected layers of ten one-unit nodes (100 paths sharing edges) ended after
+    283 s in a RecursionError (issue 49): the race lambdified a loss of every pair of paths. It
+    reads the reduction as arrays now; derive writes the system out, and refuses past its limit."""
+    path = write_spec(tmp_path, xor_graph_document(layered("g", [10, 10])), "hundred.toml")
+    code, out, err = run_cli(capsys, ["race", str(path), "--json"])  # within CPU_SECONDS_PER_RUN
+    assert code == 0, err
+    assert json.loads(out)["networks"][0]["paths"] == 100
+    assert run_cli(capsys, derive_argv(path))[0] == 0
+    path = write_spec(tmp_path, xor_graph_document(layered("g", [11, 10])), "past.toml")
+    assert (
+        f"network[g].edge: 110 paths; derive writes the shared-edge system of at most {limits.MAX_DERIVED_PATHS}"
+        in (one_line_error(capsys, derive_argv(path)))
+    )
+
+
+@pytest.mark.slow
+def test_a_graph_at_the_path_limit_races(capsys, tmp_path):
+    """1000 paths (three layers of ten) hung (issue 49); measured 13 s on 2 busy cores."""
+    path = write_spec(tmp_path, xor_graph_document(layered("g", [10, 10, 10])), "thousand.toml")
+    code, out, err = run_cli(capsys, ["race", str(path), "--json"])
+    assert code == 0, err
+    assert json.loads(out)["networks"][0]["paths"] == limits.MAX_PATHS
+
+
 def test_labels_per_datapoint_at_and_past_the_limit(capsys, tmp_path):
     for count in (limits.MAX_LABELS, limits.MAX_LABELS + 1):
         document = xor_graph_document(chain("g", 1))

@@ -72,7 +72,7 @@ def test_shared_modes_match_numpy_and_the_graph_gradient():
     )
     # Eq. 6 is Eq. 3 projected on the bases: R_t^T (tau dW_e/dt) R_s = diag(tau db_e/dt)
     updates = path_flow(weights, inputs, targets, layout)
-    rates = np.asarray(flow._rates(*b, 1.0)).reshape(len(reduction.graph.edges), 4)
+    rates = np.asarray(flow.rates(b, 1.0)).reshape(len(reduction.graph.edges), 4)
     for e, update in enumerate(updates):
         expected = flow.decoupled_weights(np.where(np.arange(b.size) // 4 == e, rates.ravel(), 0.0))[e]
         np.testing.assert_allclose(np.asarray(update), expected, atol=1e-12)

@@ -21,6 +21,7 @@ from gdln.derive import cache
 from gdln.derive.errors import SpecError
 from gdln.derive.shared import TAU, SharedReduction
 from gdln.derive.spec import EvaluationError, Task, digits_routing_task, evaluate, routing_task, task_from_dict
+from gdln.derive.spec.limits import MAX_DERIVED_PATHS, MAX_PATHS
 from gdln.numeric.data import NumericDataset
 from gdln.numeric.graph_network import graph_forward, graph_layout, train_graph
 from gdln.numeric.shared_flow import SharedFlow
@@ -213,6 +214,14 @@ def shared_derive_report(
     mode strengths, exact and at the parameter values in use, and the Eq. 6 ODEs), and the
     reduction itself (its LaTeX)."""
     values = task.values(overrides)
+    paths = task.network(network).graph
+    if paths is not None and len(paths.paths) > MAX_DERIVED_PATHS:
+        raise SpecError(
+            task.source,
+            f"network[{network}].edge",
+            f"{len(paths.paths)} paths; derive writes the shared-edge system of at most {MAX_DERIVED_PATHS} "
+            f"(a term for every pair of paths); race and verify take up to {MAX_PATHS}",
+        )
     reduction = shared_reduction(task, network)
     assumptions = reduction.assumptions
     report: dict[str, Any] = {

@@ -33,6 +33,11 @@ MAX_HIDDEN_LAYERS = 100  # per pathway, and hidden nodes on any path of a graph
 MAX_NODES = 1000  # per network in the graph form
 MAX_EDGES = 10_000  # per network in the graph form
 MAX_PATHS = MAX_PATHWAYS  # per network in the graph form: its paths are the module form's pathways
+# paths of a graph whose paths share edges that `gdln derive` writes out: its Eq. 6 system holds a
+# term for every pair of paths into an output node, each path's drive repeated on every edge of
+# the path (100 paths: 133 kB of text in 23 s; 1000 paths: over 600 s). race and verify read the
+# same system as arrays, and take MAX_PATHS (race of 1000 paths: 13 s)
+MAX_DERIVED_PATHS = 100
 # gate values a network holds, one per datapoint for each pathway (module form), or for each
 # node, edge and path (graph form): a gate that is always on is stored too
 MAX_GATE_VALUES = 10**7

@@ -190,6 +190,13 @@ def ode_race(
             result.notes.append(f"the solver failed at epoch {t:.6g}")
             result.stopped_at = t
             break
+        if not len(ts):
+            # a whole segment of rejected steps: the step the tolerances ask for is below what the
+            # solver can take here (a data value of 1e20 beside ones makes the flow stiff by 1e40).
+            # Called again from the same state it does the same, so this loop spun forever
+            result.notes.append(f"the solver could not take a step at epoch {t:.6g} (the flow is too stiff)")
+            result.stopped_at = t
+            break
         if t >= horizon:
             break
         if (

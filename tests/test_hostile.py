@@ -308,6 +308,22 @@ def test_a_race_at_a_data_scale_near_the_limit_names_its_winner(capsys, delta):
     assert all(n["t_90"] is not None and n["t_90"] < 1.0 for n in report["networks"]), report["networks"]
 
 
+def test_a_stiff_race_stops_in_a_stated_line_rather_than_spinning(capsys, tmp_path):
+    """``sqrt(10**40)`` (1e20) beside ones in the data raced for over 900 s with no line (issue
+    49): the linear network's reduced flow is stiff by 1e40, every step of a segment was rejected,
+    and the race called the solver again from the same state forever. It stops there, and says so."""
+    spec = tmp_path / "stiff.toml"
+    spec.write_text(XOR_SPEC.read_text().replace('[[1, 1, "Delta/2"]', '[[1, 1, "sqrt(10**40)"]', 1))
+    code, out, err = run_cli(capsys, ["race", str(spec), "--json"])
+    assert code == 0, err
+    import json
+
+    linear = next(n for n in json.loads(out)["networks"] if n["name"] == "linear")
+    assert linear["stopped_at"] == 0.0 and "could not take a step" in linear["notes"][0]
+    code, out, err = run_cli(capsys, ["race", str(spec)])
+    assert "linear: stopped at epoch 0: the solver could not take a step" in out
+
+
 # --- spec paths ---------------------------------------------------------------------------------
 
 

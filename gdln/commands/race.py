@@ -55,6 +55,10 @@ def _render_race(report):
         f"{report['horizon']:g}, in % of the initial loss"
     )
     for n in report["networks"]:
+        # a race stopped short of the horizon: its never and final loss are read where it stopped
+        if n.get("stopped_at") is not None:
+            print(f"  {n['name']}: stopped at epoch {n['stopped_at']:.6g}: {'; '.join(n.get('notes', []))}")
+    for n in report["networks"]:
         if "staged" in n:
             st = n["staged"]
             kind = "closed form" if st["rest_closed_form"] else "reduced flow"

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+import os
 import sys
 import warnings
 
@@ -71,6 +72,39 @@ def _use_caches(args, first_process: bool = True) -> None:
             )
         root = cache.cache_root()  # None when an entry could not be removed
     use_compilation_cache(None if root is None else root / "jax")
+
+
+#: JAX's debugging switches gdln does not support, the error each raises, and why
+_JAX_SWITCHES = (
+    (
+        "JAX_DEBUG_NANS",
+        "FloatingPointError",
+        "stopped the run at a NaN computed inside a compiled program; gdln computes some values that"
+        " it then discards (a branch not taken), so it does not run under this switch: unset it",
+    ),
+    (
+        "JAX_NUMPY_DTYPE_PROMOTION",
+        "TypePromotionError",
+        "is not supported: gdln mixes integer and float arrays: unset it",
+    ),
+    (
+        "JAX_TRANSFER_GUARD",
+        "Disallowed",
+        "is not supported: gdln moves arrays between the host and the device implicitly: unset it",
+    ),
+)
+
+
+def _jax_switch(error: Exception) -> str | None:
+    """One line for an error raised by one of JAX's debugging switches that is set
+    (:data:`_JAX_SWITCHES`), else ``None``: the error is not the switch's."""
+    from gdln.commands.arguments import printable
+
+    text = f"{type(error).__name__}: {error}"
+    for variable, sign, why in _JAX_SWITCHES:
+        if os.environ.get(variable, "").strip().lower() not in ("", "0", "false", "standard", "allow") and sign in text:
+            return f"{variable}={printable(os.environ[variable])} {why}"
+    return None
 
 
 def main(argv=None) -> int:
@@ -174,6 +208,13 @@ def _run(argv) -> int:
             else:
                 what = f"{printable(source)}: {type(error).__name__}"
             print(f"gdln: error: {what}: {printable(error.strerror or _one_line(error))}", file=sys.stderr)
+            return 2
+        # last: every error above keeps its own handler
+        except Exception as error:  # a debugging switch of JAX's own that gdln does not support: one line
+            said = _jax_switch(error)
+            if said is None:
+                raise
+            print(f"gdln: error: {said}", file=sys.stderr)
             return 2
     shown = set()
     for warning in caught if first_process else ():

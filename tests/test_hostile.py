@@ -413,6 +413,27 @@ def test_a_jax_platform_that_cannot_start_is_one_line_naming_it(platforms):
     assert len(lines) == 1 and lines[0].startswith("gdln: error: JAX_PLATFORMS="), done.stderr
 
 
+@pytest.mark.parametrize(
+    "switch", ["JAX_DEBUG_NANS=1", "JAX_NUMPY_DTYPE_PROMOTION=strict", "JAX_TRANSFER_GUARD=disallow"]
+)
+def test_jax_s_debugging_switches_end_in_one_line_naming_the_switch(switch):
+    """A user debugging a task turns JAX's own switches on first: ``verify`` under each ends in a
+    traceback no more, but in one line naming the switch, exit 2 (or runs, where a switch allows)."""
+    name, value = switch.split("=")
+    done = subprocess.run(
+        [sys.executable, "-m", "gdln", "verify", str(XOR_SPEC), "--seeds", "1", "--epochs", "2000"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, name: value},
+    )
+    assert done.returncode in (0, 2), done.stderr
+    assert "Traceback" not in done.stderr
+    if done.returncode == 2:
+        assert done.stderr.strip().splitlines()[-1].startswith(f"gdln: error: {switch} "), done.stderr
+
+
 # --- one validation for the command line and the Python API (issue 49, item 6) -----------------
 
 

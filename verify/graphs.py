@@ -20,8 +20,15 @@ import numpy as np
 from gdln.derive import cache
 from gdln.derive.errors import SpecError
 from gdln.derive.shared import TAU, SharedReduction
-from gdln.derive.spec import EvaluationError, Task, digits_routing_task, evaluate, routing_task, task_from_dict
-from gdln.derive.spec.limits import MAX_DERIVED_PATHS, MAX_PATHS
+from gdln.derive.spec import (
+    EvaluationError,
+    Task,
+    digits_routing_task,
+    evaluate,
+    limits,
+    routing_task,
+    task_from_dict,
+)
 from gdln.numeric.data import NumericDataset
 from gdln.numeric.graph_network import graph_forward, graph_layout, train_graph
 from gdln.numeric.shared_flow import SharedFlow
@@ -215,12 +222,12 @@ def shared_derive_report(
     reduction itself (its LaTeX)."""
     values = task.values(overrides)
     paths = task.network(network).graph
-    if paths is not None and len(paths.paths) > MAX_DERIVED_PATHS:
+    if paths is not None and len(paths.paths) > limits.MAX_DERIVED_PATHS:
         raise SpecError(
             task.source,
             f"network[{network}].edge",
-            f"{len(paths.paths)} paths; derive writes the shared-edge system of at most {MAX_DERIVED_PATHS} "
-            f"(a term for every pair of paths); race and verify take up to {MAX_PATHS}",
+            f"{len(paths.paths)} paths; derive writes the shared-edge system of at most {limits.MAX_DERIVED_PATHS} "
+            f"(a term for every pair of paths); race and verify take up to {limits.MAX_PATHS}",
         )
     reduction = shared_reduction(task, network)
     assumptions = reduction.assumptions

@@ -6,14 +6,16 @@ outputs and started balanced from the map of its units (:func:`numeric.alignment
 and :meth:`numeric.gated_chains.GatedChains.starts`, as ``gdln verify`` builds it), is the model
 :func:`verify.rules.predicted_follows` judges the candidates against. ``verify`` builds that
 network anew for every run; a sweep has a different set of patterns at every point and seed, so
-here the patterns are an operand: each run's chains are padded to the most patterns of any run
-(a padded pattern gates nothing and starts at zero, so it stays zero), and one compiled step
-(:func:`pattern_chain_step`) serves every run of every point
-(:func:`numeric.sweep.aligned_descent_chunks`).
+here the patterns are an operand, and one compiled step (:func:`pattern_chain_step`) serves every
+run of every point (:func:`numeric.sweep.aligned_descent_chunks`).
 
-A pathway's chain is as wide as ``min(inputs, outputs)``: the map of a pattern's units has no
-higher rank, and rows that start at zero stay at zero under gradient descent, so the wider
-chains ``verify`` builds (one row per unit) give the same loss.
+Each pattern's chain is kept as rows, a row a virtual unit gated by its pattern (``W2 W1 =
+sum_k w2_k w1_k^T``, and gradient descent on the chain is descent on its rows, coupled only by
+the residual): ``min(units, inputs, outputs)`` rows a pattern, the rank its units' map can have.
+Every run's rows are padded to the most of any run with rows that gate nothing and start at zero,
+so stay at zero. A step then costs what a step of the ReLU network's own units costs, whatever
+the number of patterns (at large init scales every unit has a pattern of its own); rows past a
+map's rank start at its rounding-level singular values, as ``verify``'s chains do.
 """
 
 from __future__ import annotations
@@ -25,44 +27,51 @@ from .alignment import Alignment
 
 
 def pattern_chain_step(state, operands):
-    """One step of gradient descent on every pattern's two-layer chain of one run: ``state =
-    (W1 (P, r, in), W2 (P, out, r))``, ``operands = (learning_rate, inputs (N, in), targets (N,
-    out), gates (P, N))``; returns the new state and the loss ``1/2 mean ||y - yhat||^2`` before
+    """One step of gradient descent on every pattern's chain of one run, as rows: ``state = (W1
+    (rows, in), W2 (out, rows))``, ``operands = (learning_rate, inputs (N, in), targets (N,
+    out), gates (N, rows))``; returns the new state and the loss ``1/2 mean ||y - yhat||^2`` before
     the step. A module-level function: the jitted descent compiles once for every sweep."""
     w1, w2 = state
     learning_rate, inputs, targets, gates = operands
-    hidden = jnp.einsum("pwi,ni->pnw", w1, inputs)
-    residual = targets - jnp.einsum("pn,pow,pnw->no", gates, w2, hidden)
+    hidden = (inputs @ w1.T) * gates
+    residual = targets - hidden @ w2.T
     loss = 0.5 * jnp.mean(jnp.sum(residual**2, axis=1))
-    g = jnp.einsum("pn,no,ni->poi", gates, residual, inputs) / inputs.shape[0]
-    d1 = jnp.einsum("pow,poi->pwi", w2, g)
-    d2 = jnp.einsum("poi,pwi->pow", g, w1)
+    d1 = ((residual @ w2) * gates).T @ inputs / inputs.shape[0]
+    d2 = residual.T @ hidden / inputs.shape[0]
     return (w1 + learning_rate * d1, w2 + learning_rate * d2), loss
 
 
-def pattern_count(phase: Alignment) -> int:
-    """The most distinct non-empty settled patterns of any run of ``phase``."""
-    return max((len(_patterns(gates)) for gates in np.asarray(phase.gates, dtype=bool)), default=0)
+def pattern_rows(phase: Alignment) -> int:
+    """The most rows of any run of ``phase``: per settled pattern, the rank its units' map can have."""
+    rank = min(phase.w1.shape[2], phase.w2.shape[1])
+    return max(
+        (sum(min(len(units), rank) for units in _patterns(gates).values()) for gates in np.asarray(phase.gates, bool)),
+        default=0,
+    )
 
 
-def pattern_chain_starts(phase: Alignment, runs: np.ndarray, patterns: int):
+def pattern_chain_starts(phase: Alignment, runs: np.ndarray, rows: int):
     """``((W1, W2), gates)`` of the runs ``runs`` of ``phase``: per run, each settled pattern's
     chain started balanced from the map ``sum_i a_i w_i^T`` of its units (``W2 = U sqrt(S)``,
-    ``W1 = sqrt(S) V^T``), padded to ``patterns`` patterns; ``gates`` ``(runs, patterns, N)``."""
+    ``W1 = sqrt(S) V^T``), as rows padded to ``rows``; ``W1`` ``(runs, rows, in)``, ``W2``
+    ``(runs, out, rows)``, ``gates`` ``(runs, N, rows)``."""
     all_gates = np.asarray(phase.gates, dtype=bool)
     outputs, inputs = phase.w2.shape[1], phase.w1.shape[2]
     rank = min(inputs, outputs)
-    w1 = np.zeros((len(runs), patterns, rank, inputs))
-    w2 = np.zeros((len(runs), patterns, outputs, rank))
-    gates = np.zeros((len(runs), patterns, all_gates.shape[1]))
+    w1 = np.zeros((len(runs), rows, inputs))
+    w2 = np.zeros((len(runs), outputs, rows))
+    gates = np.zeros((len(runs), all_gates.shape[1], rows))
     for row, run in enumerate(runs):
-        for p, (pattern, units) in enumerate(_patterns(all_gates[run]).items()):
+        first = 0
+        for pattern, units in _patterns(all_gates[run]).items():
             chosen = np.asarray(units)
             u, s, vt = np.linalg.svd(phase.w2[run][:, chosen] @ phase.w1[run][chosen], full_matrices=False)
-            root = np.sqrt(s)
-            w1[row, p] = root[:, None] * vt
-            w2[row, p] = u * root[None, :]
-            gates[row, p] = pattern
+            k = min(len(units), rank)
+            root = np.sqrt(s[:k])
+            w1[row, first : first + k] = root[:, None] * vt[:k]
+            w2[row, :, first : first + k] = u[:, :k] * root[None, :]
+            gates[row, :, first : first + k] = np.asarray(pattern, dtype=float)[:, None]
+            first += k
     return (w1, w2), gates
 
 

@@ -46,7 +46,7 @@ from gdln.derive.spec import (
 )
 from gdln.derive.words import plural
 from gdln.numeric.agf import agf_points
-from gdln.numeric.aligned_model import pattern_chain_starts, pattern_chain_step, pattern_count
+from gdln.numeric.aligned_model import pattern_chain_starts, pattern_chain_step, pattern_rows
 from gdln.numeric.alignment import OUTPUT_FRACTION
 from gdln.numeric.prediction import TaskPredictions
 from gdln.numeric.processes import gather_json, process_share
@@ -423,10 +423,10 @@ def aligned_race(
         for name, prediction in predictions.items()
     }
     found = {name: finite_crossings(ts, curves, 0.5) for name, curves in mean_curves.items()}
-    patterns = pattern_count(phase)
+    rows_of_patterns = pattern_rows(phase)
 
     def model_start(runs):
-        state, gates = pattern_chain_starts(phase, runs, patterns)
+        state, gates = pattern_chain_starts(phase, runs, rows_of_patterns)
         return state, (rates[runs], run_inputs[runs], run_targets[runs], gates)
 
     model = _mean_curves(pattern_chain_step, model_start, phase, training.epochs, seeds, None)

@@ -51,10 +51,8 @@ def sweep_benchmarks(quick: bool = False) -> dict:
     rows = np.flatnonzero(ok)
     width_race(models, grid, rows)  # compile
     theory = timed(lambda: width_race(models, grid, rows), repeat=3)
-    # the sweep orders the alignment-seeded descent by the width-seeded t_half
-    hints = {name: race.crossings[:, 0] for name, race in width_race(models, grid, rows).items()}
-    aligned_race(models, grid, rows, (inputs, targets), hints)  # compile
-    aligned = timed(lambda: aligned_race(models, grid, rows, (inputs, targets), hints), repeat=1)
+    aligned_race(models, grid, rows, (inputs, targets))  # compile
+    aligned = timed(lambda: aligned_race(models, grid, rows, (inputs, targets)), repeat=1)
     run = lambda: train_network(xor, "relu", seeds=1, models=models)[0].losses  # noqa: E731
     training_run = training_seconds(run)
 
@@ -95,9 +93,8 @@ def sweep_benchmarks(quick: bool = False) -> dict:
     section4_theory = timed(lambda: width_race(models4, grid4, rows4), repeat=1)
     # the alignment-seeded race: the phase of the 700-unit network, then each candidate's chains
     _, inputs4, targets4 = finite_points(models4, grid4)
-    hints4 = {name: race.crossings[:, 0] for name, race in width_race(models4, grid4, rows4).items()}
-    aligned_race(models4, grid4, rows4, (inputs4, targets4), hints4)  # compile
-    section4_aligned = timed(lambda: aligned_race(models4, grid4, rows4, (inputs4, targets4), hints4), repeat=1)
+    aligned_race(models4, grid4, rows4, (inputs4, targets4))  # compile
+    section4_aligned = timed(lambda: aligned_race(models4, grid4, rows4, (inputs4, targets4)), repeat=1)
     costs = flow_step_costs(models4.prediction("common+1"), section4)
     run4 = lambda: train_network(section4, "relu", seeds=1, models=models4)[0].losses  # noqa: E731
     section4_run = training_seconds(run4)

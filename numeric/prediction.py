@@ -452,26 +452,27 @@ class TaskPredictions:
             self._at_points[key] = TaskPredictions(self.task.with_values({s.name: v for s, v in point.items()}))
         return self._at_points[key], {}, why
 
-    def by_derivation(self, values) -> list[tuple[TaskPredictions, np.ndarray]]:
+    def by_derivation(self, values) -> list[tuple[TaskPredictions, np.ndarray, str | None]]:
         """The rows of ``values`` (points x parameters, in ``task.parameters`` order) grouped by
-        the predictions to use there (:meth:`at`): the rows where the generic derivation holds
-        with these predictions, then each other point's rows with the task derived at it. The
-        generic rows are found in one vectorised pass."""
+        the predictions to use there (:meth:`at`), each group with why it is not the generic one:
+        the rows where the generic derivation holds with these predictions (``None``), then each
+        other point's rows with the task derived at it. The generic rows are found in one
+        vectorised pass."""
         values = np.asarray(values, dtype=np.float64)
         rows = np.arange(len(values))
         if not self.task.parameters:
-            return [(self, rows)]
+            return [(self, rows, None)]
         failing = np.array(exceptional.fails_at_points(self.exceptional_set, tuple(self.task.parameters), values))
-        groups: list[tuple[TaskPredictions, np.ndarray]] = []
+        groups: list[tuple[TaskPredictions, np.ndarray, str | None]] = []
         if (~failing).any():
-            groups.append((self, rows[~failing]))
-        special: dict[int, tuple[TaskPredictions, list[int]]] = {}
+            groups.append((self, rows[~failing], None))
+        special: dict[int, tuple[TaskPredictions, list[int], str | None]] = {}
         for row in rows[failing]:
             here, _, why = self.at(dict(zip(self.task.parameters, values[row])))
             if why is None:  # the float test alone flagged it, the exact test clears it
                 here = self
-            special.setdefault(id(here), (here, []))[1].append(int(row))
-        groups.extend((here, np.array(found)) for here, found in special.values())
+            special.setdefault(id(here), (here, [], why))[1].append(int(row))
+        groups.extend((here, np.array(found), why) for here, found, why in special.values())
         return groups
 
     @cached_property

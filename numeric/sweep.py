@@ -252,14 +252,13 @@ def _part(array: np.ndarray, axis: int, indices) -> np.ndarray:
 
 
 @partial(jax.jit, static_argnames=("step", "samples", "stride"))
-def _descent_from_starts(step, state, starts, operands, stop_levels, first, samples: int, stride: int):
+def _descent_from_starts(step, state, starts, operands, first, samples: int, stride: int):
     """Per run, gradient descent on an absolute clock: ``step(state, operands) -> (state, loss
     before the step)`` of one run (``state`` and ``operands`` pytrees, leading axis the runs); a
     run stands still until epoch ``starts`` and steps once an epoch from there; the loss before
     epochs ``0, stride, ...`` (``samples`` of them). The runs step together, a block of ``stride``
     epochs at a time from sample ``first`` (at or before every start: the blocks before it would
-    hold every run still), and stop once every run has reached its ``stop_levels`` after its
-    start; samples before ``first`` and after the stop are NaN."""
+    hold every run still); samples before ``first`` are NaN."""
 
     def run_block(state, start, operands, first):
         def tick(state, epoch):
@@ -274,28 +273,25 @@ def _descent_from_starts(step, state, starts, operands, stop_levels, first, samp
     runs = starts.shape[0]
 
     def going(carry):
-        j, _, _, done = carry
-        return (j < samples) & ~jnp.all(done)
+        return carry[0] < samples
 
     def advance(carry):
-        j, state, losses, done = carry
+        j, state, losses = carry
         state, loss = blocks(state, starts, operands, j * stride)
-        done = done | ((j * stride >= starts) & (loss <= stop_levels))
-        return j + 1, state, losses.at[:, j].set(loss), done
+        return j + 1, state, losses.at[:, j].set(loss)
 
     losses = jnp.full((runs, samples), jnp.nan)
-    return jax.lax.while_loop(going, advance, (first, state, losses, jnp.zeros(runs, dtype=bool)))[2]
+    return jax.lax.while_loop(going, advance, (first, state, losses))[2]
 
 
-#: runs per compiled call of the descent: small enough that runs which reach their stop level
-#: early do not wait for the slowest of the whole grid, large enough to fill the vector units
+#: runs per compiled call of the descent: large enough to fill the vector units, small enough
+#: that a few chunks' states and curves are all that is held at once
 DESCENT_CHUNK = 768
 #: at most this many floats of descent state per compiled call (fewer runs than
 #: :data:`DESCENT_CHUNK` where a run's state is large): a run of Section 4's chains holds 3000
 #: to 5500 floats, and a step of ``common+all`` cost about the same per run in batches of 1 to
 #: 18 runs and more above (measured on 2 busy cores: 42-55 us a run-step up to 18 runs, 65 us
-#: at 48, 90 us at 96), so small chunks cost nothing per step and let each point stop at its
-#: own crossing instead of the slowest one's (Section 4 at 6 init scales: 5.0 s against 10.6 s)
+#: at 48, 90 us at 96), so small chunks cost nothing per step
 DESCENT_STATE = 16_384
 
 #: ``start(runs) -> (state, operands)`` of the runs ``runs``, leading axis the runs
@@ -308,9 +304,7 @@ def aligned_descent_chunks(
     phase: Alignment,
     epochs: int,
     *,
-    stop_fraction: float | None = None,
     groups: np.ndarray | None = None,
-    order_hint: np.ndarray | None = None,
 ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """Per run, the loss at epochs ``0, stride, ...`` (``<= epochs``): the phase's own loss until
     it ends, then gradient descent by ``step`` (one run's step, ``step(state, operands) ->
@@ -321,14 +315,8 @@ def aligned_descent_chunks(
     groups (``groups``, a label per run, for instance the seeds of one point whose curves are
     averaged) in each chunk, each group's runs together and in their order. A chunk's starts are
     built when it runs, so no more than a few chunks' states are held at once; a caller that
-    wants less than every curve (a crossing of each group's mean) reduces each chunk as it comes
-    and never holds every run's curve (12288 curves of 1001 samples on the XoR grid).
-
-    With ``stop_fraction``, only each curve's first fall to that fraction of its initial value is
-    wanted: groups are descended in the order of ``order_hint`` (an expected crossing time per
-    run; NaN last), and a chunk stops once each of its runs has fallen to the fraction; samples
-    after that are NaN. A mean over a group's curves falls to the fraction no later than its
-    last member does, so it is exact up to its crossing."""
+    wants less than every curve (each group's mean) reduces each chunk as it comes and never
+    holds every run's curve (12288 curves of 1001 samples on the XoR grid)."""
     stride = phase.stride
     samples = epochs // stride + 1
     ts = np.arange(samples) * stride
@@ -338,15 +326,9 @@ def aligned_descent_chunks(
     index = np.clip(np.arange(phase_samples), 0, phase.losses.shape[1] - 1)
     early = phase.losses[:, index]
     before_start = ts[None, :phase_samples] < phase.epochs[:, None]
-    stop_levels = np.full(runs, -np.inf)
-    if stop_fraction is not None:
-        levels = stop_fraction * early[:, 0]
-        # a run whose phase already fell to the fraction needs no descent to find its crossing
-        crossed_in_phase = np.any(before_start & (early <= levels[:, None]), axis=1)
-        stop_levels = np.where(crossed_in_phase, np.inf, levels)
     state_size = sum(np.size(leaf) for leaf in jax.tree_util.tree_leaves(start(np.zeros(1, dtype=int))[0]))
     size = int(np.clip(DESCENT_STATE // max(state_size, 1), 1, DESCENT_CHUNK))
-    chunks = _chunks_by_hint(runs, groups, order_hint, size)
+    chunks = _chunks_of_groups(runs, groups, size)
     width = max(len(c) for c in chunks)
 
     def descend(chunk):
@@ -358,7 +340,6 @@ def aligned_descent_chunks(
             on_device(state),
             jnp.asarray(phase.epochs[padded], jnp.float64),
             on_device(operands),
-            jnp.asarray(stop_levels[padded], jnp.float64),
             jnp.asarray(np.min(phase.epochs[padded]) // stride, jnp.int32),
             samples,
             stride,
@@ -458,17 +439,12 @@ def aligned_maps_batch(network: Network, phase: Alignment) -> list[np.ndarray]:
     return maps
 
 
-def _chunks_by_hint(
-    runs: int, groups: np.ndarray | None, order_hint: np.ndarray | None, size: int = DESCENT_CHUNK
-) -> list[np.ndarray]:
-    """Runs in chunks of about ``size``, whole groups each, groups by their hint."""
+def _chunks_of_groups(runs: int, groups: np.ndarray | None, size: int = DESCENT_CHUNK) -> list[np.ndarray]:
+    """Runs in chunks of about ``size``, whole groups each, groups in the order of their labels."""
     groups = np.arange(runs) if groups is None else np.asarray(groups)
-    hint = np.zeros(runs) if order_hint is None else np.asarray(order_hint, dtype=np.float64)
-    labels, group_of = np.unique(groups, return_inverse=True)
+    _, group_of = np.unique(groups, return_inverse=True)
     group_of = group_of.ravel()
-    group_hint = np.full(len(labels), -np.inf)
-    np.maximum.at(group_hint, group_of, np.where(np.isfinite(hint), hint, np.inf))
-    order = np.lexsort((group_of, group_hint[group_of]))
+    order = np.argsort(group_of, kind="stable")
     starts = np.concatenate([[0], np.flatnonzero(np.diff(group_of[order])) + 1, [runs]])
     chunks: list[list[int]] = [[]]
     for first, last in zip(starts[:-1], starts[1:]):

@@ -360,7 +360,7 @@ def width_race(
 
 
 def aligned_race(
-    models: TaskPredictions, grid: SweepGrid, rows: np.ndarray, data, hints: dict[str, np.ndarray] | None = None
+    models: TaskPredictions, grid: SweepGrid, rows: np.ndarray, data
 ) -> tuple[dict[str, np.ndarray], np.ndarray, list[dict[str, Any]], list[dict[str, Any]], float]:
     """Every candidate's predicted ``t_half`` from the alignment phase of the spec's ReLU seeds,
     at the points ``rows``, the epoch at which each seed's phase ends there ``(rows, seeds)``,
@@ -418,7 +418,6 @@ def aligned_race(
             phase,
             training.epochs,
             seeds,
-            None if hints is None else np.repeat(hints[name], seeds),
         )
         for name, prediction in predictions.items()
     }
@@ -429,7 +428,7 @@ def aligned_race(
         state, gates = pattern_chain_starts(phase, runs, rows_of_patterns)
         return state, (rates[runs], run_inputs[runs], run_targets[runs], gates)
 
-    model = _mean_curves(pattern_chain_step, model_start, phase, training.epochs, seeds, None)
+    model = _mean_curves(pattern_chain_step, model_start, phase, training.epochs, seeds)
     follows = [
         rules.predicted_follows({name: curves[k] for name, curves in mean_curves.items()}, model[k])
         for k in range(len(rows))
@@ -439,16 +438,13 @@ def aligned_race(
     return found, np.asarray(phase.epochs).reshape(len(rows), seeds), predicted, follows, time.perf_counter() - started
 
 
-def _mean_curves(step, start, phase, epochs: int, seeds: int, hint) -> np.ndarray:
+def _mean_curves(step, start, phase, epochs: int, seeds: int) -> np.ndarray:
     """Each point's mean loss curve ``(points, samples)`` over its ``seeds`` runs of ``phase``
     (point by point, seed by seed), descended by ``step`` from ``start``
-    (:func:`numeric.sweep.aligned_descent_chunks`; ``hint``, an expected crossing per run, orders
-    the chunks)."""
+    (:func:`numeric.sweep.aligned_descent_chunks`)."""
     points = len(phase.epochs) // seeds
     found = np.full((points, epochs // phase.stride + 1), np.nan)
-    for runs, curves in aligned_descent_chunks(
-        step, start, phase, epochs, groups=np.repeat(np.arange(points), seeds), order_hint=hint
-    ):
+    for runs, curves in aligned_descent_chunks(step, start, phase, epochs, groups=np.repeat(np.arange(points), seeds)):
         rows = runs.reshape(-1, seeds) // seeds  # a point's seeds come together, in order
         assert np.all(rows == rows[:, :1])
         found[rows[:, 0]] = curves.reshape(len(rows), seeds, -1).mean(axis=1)
@@ -565,28 +561,23 @@ def sweep_report(
         models_width = groups[int(width)] = _models_at_width(task, base, int(width))
         # the generic points batched as one; a point where the generic derivation fails on its own,
         # derived there (derive.exceptional), with no parameter values left in its grid
-        parts = [
-            (models_here, grid if models_here is models_width else _without_parameters(grid), width_rows[found])
-            for models_here, found in models_width.by_derivation(grid.values[width_rows])
-        ]
-        for models_here, _, rows in parts:
-            if models_here is not models_width:  # say why, as `race` does; `at` is memoised
-                for row in rows:
-                    exceptional[row] = models_width.at(dict(zip(task.parameters, grid.values[row])))[2]
-        hints: dict[str, np.ndarray] = {name: np.full(grid.size, np.nan) for name in names}
+        parts = []
+        for models_here, where, why in models_width.by_derivation(grid.values[width_rows]):
+            rows = width_rows[where]
+            parts.append((models_here, grid if models_here is models_width else _without_parameters(grid), rows))
+            for row in rows:
+                exceptional[row] = why  # said as `race` says it
         for models_here, grid_here, rows in parts:
             # a point derived where it lies is raced alone, as `race --set` races it (issue 47)
             races = width_race(models_here, grid_here, rows, singly=models_here is not models_width)
             for k, name in enumerate(names):
                 t_half[rows, k], t_90[rows, k] = races[name].crossings[:, 0], races[name].crossings[:, 1]
                 final[rows, k] = races[name].final_loss
-                hints[name][rows] = races[name].crossings[:, 0]
         step(f"alignment-seeded race at {plural(len(width_rows), 'point')}{at}")
         for models_here, grid_here, rows in parts:
             aligned_start = time.perf_counter()
-            point_hints = {name: hint[rows] for name, hint in hints.items()}
             found, phase_epochs[rows], verdicts, follows, seconds = aligned_race(
-                models_here, grid_here, rows, (inputs, targets), point_hints
+                models_here, grid_here, rows, (inputs, targets)
             )
             for row, verdict, follow in zip(rows, verdicts, follows):
                 predicted[row], predicted_follows[row] = verdict, follow

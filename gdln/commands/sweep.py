@@ -124,8 +124,14 @@ def _render_predicted_follows(points, names) -> None:
         return
     counts = {name: sum((f or {}).get("network") == name for f in found) for name in names}
     undecided = sum(f is not None and not f["decided"] for f in found)
-    shares = ", ".join(f"{name} at {count} point{'s' if count != 1 else ''}" for name, count in counts.items())
-    print(f"  predicted to be followed (no training, verify's rule): {shares}; undecided at {undecided}")
+    print(f"  predicted to be followed (no training, verify's rule): {_shares(counts)}; undecided at {undecided}")
+
+
+def _shares(counts: dict[str, int]) -> str:
+    """``name at N points`` for each name, comma-separated."""
+    from gdln.derive.words import plural
+
+    return ", ".join(f"{name} at {plural(count, 'point')}" for name, count in counts.items())
 
 
 def _render_sweep(report):
@@ -141,8 +147,7 @@ def _render_sweep(report):
         if key == "aligned_winner" and report["seeds"]["aligned"] is None:
             print(f"  {what}: not run")
             continue
-        shares = ", ".join(f"{name} at {count} point{'s' if count != 1 else ''}" for name, count in counts.items())
-        print(f"  {what}: {shares}")
+        print(f"  {what}: {_shares(counts)}")
     _render_predicted_follows(points, names)
     for crossover in report["crossovers"]:
         first, second = crossover["networks"]

@@ -79,8 +79,9 @@ _JAX_SWITCHES = (
     (
         "JAX_DEBUG_NANS",
         "FloatingPointError",
-        "stopped the run at a NaN computed inside a compiled program; gdln computes some values that"
-        " it then discards (a branch not taken), so it does not run under this switch: unset it",
+        "stopped the run at a NaN computed inside a compiled program: gdln computes none on its shipped"
+        " examples, so this task or its settings made one (a diverging run, a value out of range);"
+        " unset the switch to see the run's own account of it",
     ),
     (
         "JAX_NUMPY_DTYPE_PROMOTION",
@@ -134,6 +135,10 @@ def _asks_version(argv) -> bool:
 
 def _run(argv) -> int:
     args = build_parser().parse_args(argv)  # --help ends here, before SymPy and JAX load
+    refused = _address_space_refused()  # before numpy loads OpenBLAS, which would hang under it
+    if refused is not None:
+        print(f"gdln: error: {refused}", file=sys.stderr)
+        return 2
 
     from gdln.commands.arguments import printable
     from gdln.derive import cache
@@ -188,9 +193,12 @@ def _run(argv) -> int:
                 file=sys.stderr,
             )
             return 2
-        except (OverflowError, MemoryError) as error:
+        except MemoryError:  # the machine's memory or the process's limit, not a number in the spec
+            print(f"gdln: error: {_out_of_memory()}", file=sys.stderr)
+            return 2
+        except OverflowError as error:
             print(
-                f"gdln: error: {printable(source)}: numbers or arrays too large: {type(error).__name__}: "
+                f"gdln: error: {printable(source)}: numbers too large: {type(error).__name__}: "
                 + printable(_one_line(error)),
                 file=sys.stderr,
             )
@@ -223,6 +231,51 @@ def _run(argv) -> int:
             shown.add(text)
             print(f"gdln: warning: {printable(text)}", file=sys.stderr)
     return 0
+
+
+#: the least address space (``ulimit -v``) gdln starts under: below it the native libraries it
+#: loads hang or abort before any Python code can answer (measured with ``ulimit -v``: at 0.67 and
+#: 1.43 GiB OpenBLAS's start retries a failed allocation forever, at 1.53 and 1.62 GiB the process
+#: aborts; from 1.72 GiB a race of XoR runs, and from 2 GiB its checked sweep)
+MIN_ADDRESS_SPACE = 2 * 2**30
+
+
+def _address_space_limit() -> int | None:
+    """The process's address-space limit (``ulimit -v``) in bytes, ``None`` where there is none."""
+    try:
+        import resource
+    except ImportError:  # not on every platform
+        return None
+    limit = resource.getrlimit(resource.RLIMIT_AS)[0]
+    return None if limit == resource.RLIM_INFINITY else limit
+
+
+def _limit_text(limit: int) -> str:
+    return f"{limit / 2**30:.3g} GiB (ulimit -v {limit // 1024})"
+
+
+def _address_space_refused() -> str | None:
+    """Why gdln does not start under this process's address-space limit, ``None`` where it does."""
+    limit = _address_space_limit()
+    if limit is None or limit >= MIN_ADDRESS_SPACE:
+        return None
+    return (
+        f"this process's address-space limit of {_limit_text(limit)} is under the "
+        f"{MIN_ADDRESS_SPACE / 2**30:.3g} GiB gdln needs to start (the native libraries it loads hang or abort "
+        "below it): raise the limit"
+    )
+
+
+def _out_of_memory() -> str:
+    """What ran out when a command raised ``MemoryError``: the process's address-space limit
+    (``ulimit -v``) where one is set, else the machine's memory."""
+    limit = _address_space_limit()
+    if limit is not None:
+        return (
+            f"out of memory under this process's address-space limit of {_limit_text(limit)}: "
+            "raise the limit, or run fewer seeds, units or grid points"
+        )
+    return "out of memory (MemoryError): run fewer seeds, units or grid points, or on a larger machine"
 
 
 #: the errors of a write to a file that cannot take more (a full disk, a quota, a size limit, a

@@ -177,7 +177,7 @@ def gate_hold(
         w1,
         w2,
         np.zeros(runs, np.int64),
-        np.full(runs, np.nan),
+        np.zeros(runs),  # the loss where the run stopped; read only once ``reason`` says it stopped
         np.full(runs, -1, np.int64),
         np.zeros(runs),
         np.full(runs, -1, np.int64),

@@ -82,8 +82,9 @@ def _closed_form_program(compiled: CompiledNetwork):
                 return jnp.where(below, low, middle), jnp.where(below, middle, high)
 
             _, high = jax.lax.fori_loop(0, BISECTION_STEPS, halve, (jnp.zeros(()), horizon))
-            # the loss decreases monotonically: not crossed within the horizon is NaN, read as None
-            return jnp.where(final <= level, high, jnp.nan)
+            # the loss decreases monotonically: not crossed within the horizon is -1 here (not NaN,
+            # on which JAX_DEBUG_NANS would stop), NaN on the host, read as None
+            return jnp.where(final <= level, high, -1.0)
 
         return initial, jax.vmap(crossing)(fractions * initial), final / initial
 
@@ -125,6 +126,7 @@ def closed_form_race(
     initial, crossings, final = (np.array(x, dtype=np.float64) for x in (initial, crossings, final))
     bad = ~(np.isfinite(initial) & (initial > 0) & np.isfinite(final))
     crossings[bad] = np.nan
+    crossings[crossings < 0] = np.nan  # not crossed within the horizon
     final[bad] = np.nan
     return BatchedRace(initial, crossings, final)
 
@@ -258,7 +260,7 @@ def _descent_from_starts(step, state, starts, operands, first, samples: int, str
     run stands still until epoch ``starts`` and steps once an epoch from there; the loss before
     epochs ``0, stride, ...`` (``samples`` of them). The runs step together, a block of ``stride``
     epochs at a time from sample ``first`` (at or before every start: the blocks before it would
-    hold every run still); samples before ``first`` are NaN."""
+    hold every run still); samples before ``first`` are 0 (inside every run's phase)."""
 
     def run_block(state, start, operands, first):
         def tick(state, epoch):
@@ -280,7 +282,7 @@ def _descent_from_starts(step, state, starts, operands, first, samples: int, str
         state, loss = blocks(state, starts, operands, j * stride)
         return j + 1, state, losses.at[:, j].set(loss)
 
-    losses = jnp.full((runs, samples), jnp.nan)
+    losses = jnp.zeros((runs, samples))  # not NaN: JAX_DEBUG_NANS would stop on it
     return jax.lax.while_loop(going, advance, (first, state, losses))[2]
 
 

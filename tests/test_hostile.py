@@ -254,6 +254,49 @@ def test_output_onto_a_full_disk_is_one_line_and_status_2():
     assert done.stderr.strip().splitlines() == ["gdln: error: cannot write the output: No space left on device"]
 
 
+@pytest.mark.skipif(sys.platform != "linux", reason="the limits measured are Linux's")
+def test_an_address_space_limit_too_small_to_start_is_one_line_not_a_hang():
+    """Under ``ulimit -v`` of 1.4 GiB, OpenBLAS's start (loaded with numpy and SciPy) retried a
+    failed allocation forever, and at 1.5 GiB the process aborted: gdln now refuses to start,
+    in one line naming the limit, before it loads them."""
+    import resource
+
+    def limited():
+        resource.setrlimit(resource.RLIMIT_AS, (1_500_000 * 1024, resource.RLIM_INFINITY))
+
+    done = subprocess.run(
+        [sys.executable, "-m", "gdln", "--no-cache", "race", str(XOR_SPEC)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=limited,
+    )
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "address-space limit" in lines[0] and "ulimit -v 1500000" in lines[0], lines
+
+
+def test_running_out_of_memory_is_not_blamed_on_the_spec(capsys, monkeypatch):
+    """A ``MemoryError`` was reported as "numbers or arrays too large" in the spec; it says what
+    ran out: the process's address-space limit where one is set."""
+    import resource
+
+    from gdln.commands import align
+
+    def out_of_memory(args):
+        raise MemoryError
+
+    monkeypatch.setattr(align, "cmd_align", out_of_memory)
+    monkeypatch.setattr(resource, "getrlimit", lambda which: (3 * 2**30, resource.RLIM_INFINITY))
+    code = main(["align", str(XOR_SPEC)])
+    err = capsys.readouterr().err
+    assert code == 2 and err.strip().splitlines() == [
+        "gdln: error: out of memory under this process's address-space limit of 3 GiB (ulimit -v 3145728): "
+        "raise the limit, or run fewer seeds, units or grid points"
+    ], err
+
+
 # --- names with control characters ------------------------------------------------------------
 
 
@@ -432,6 +475,30 @@ def test_jax_s_debugging_switches_end_in_one_line_naming_the_switch(switch):
     assert "Traceback" not in done.stderr
     if done.returncode == 2:
         assert done.stderr.strip().splitlines()[-1].startswith(f"gdln: error: {switch} "), done.stderr
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["verify", str(XOR_SPEC), "--seeds", "1", "--epochs", "2000"],
+        ["sweep", str(XOR_SPEC), "--grid", "Delta=0.5:3:3", "--check", "1", "--seeds", "1", "--set", "epochs=2000"],
+    ],
+    ids=["verify", "sweep"],
+)
+def test_no_nan_is_computed_on_a_shipped_example_under_jax_debug_nans(argv):
+    """``JAX_DEBUG_NANS=1`` stops at any NaN a compiled program outputs; gdln used NaN as "not
+    yet" and "never" inside its compiled loops (the frozen-gate continuation, the sweep's descent
+    and its crossings), so ``verify`` on XoR stopped at once. Now the run ends normally."""
+    done = subprocess.run(
+        [sys.executable, "-m", "gdln", *argv],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "JAX_DEBUG_NANS": "1"},
+    )
+    assert done.returncode == 0, done.stderr
+    assert "nan value" not in done.stderr.lower(), done.stderr
 
 
 # --- one validation for the command line and the Python API (issue 49, item 6) -----------------

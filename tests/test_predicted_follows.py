@@ -9,9 +9,12 @@ import pytest
 
 import gdln
 from gdln.derive.spec import load_spec
-from gdln.verify.rules import FOLLOWS_ERROR, predicted_follows
+from gdln.verify.rules import FOLLOWS_ERROR, UNDECIDED_MARGIN, UNDECIDED_NO_ALIGNMENT, predicted_follows
 
 from .helpers import XOR_SPEC
+
+#: three seeds whose alignment phases ran (they end after epoch 0)
+ALIGNED = [900, 1100, 1300]
 
 
 def test_the_nearest_curve_is_numpy_s_argmin_of_the_largest_gap():
@@ -19,7 +22,7 @@ def test_the_nearest_curve_is_numpy_s_argmin_of_the_largest_gap():
     model = 2.0 * np.exp(-ts)
     rng = np.random.default_rng(7)
     curves = {f"c{k}": model + rng.normal(0.0, 0.05, ts.size) * (k + 1) for k in range(4)}
-    found = predicted_follows(curves, model)
+    found = predicted_follows(curves, model, ALIGNED)
     gaps = {name: np.max(np.abs(curve - model)) / model[0] for name, curve in curves.items()}
     ranked = sorted(gaps, key=gaps.get)
     assert found["nearest"] == ranked[0]
@@ -33,17 +36,33 @@ def test_a_margin_inside_the_rule_s_error_is_undecided(gap):
     ts = np.linspace(0.0, 10.0, 51)
     model = np.exp(-ts)
     curves = {"near": model + 0.01, "far": model + 0.01 + gap}
-    found = predicted_follows(curves, model)
+    found = predicted_follows(curves, model, ALIGNED)
     assert found["nearest"] == "near"
     assert found["decided"] == (gap >= FOLLOWS_ERROR)
     assert found["network"] == ("near" if gap >= FOLLOWS_ERROR else None)
+    assert found["why_undecided"] == (None if gap >= FOLLOWS_ERROR else UNDECIDED_MARGIN)
 
 
 def test_a_curve_that_is_not_finite_is_never_predicted():
     model = np.linspace(1.0, 0.1, 20)
-    found = predicted_follows({"nan": np.full(20, np.nan), "ok": model * 1.01}, model)
+    found = predicted_follows({"nan": np.full(20, np.nan), "ok": model * 1.01}, model, ALIGNED)
     assert found["nearest"] == "ok"
     assert found["deviations"]["nan"] is None
+
+
+@pytest.mark.parametrize("ends", [[0, 900, 1000], [0, 0, 0]])
+def test_no_alignment_phase_is_undecided_however_wide_the_margin(ends):
+    """At large init a seed's phase ends at epoch 0 (no units settle): the prediction has nothing
+    to stand on, and on XoR's map it named the network training contradicted at 2 such points
+    (init 0.1). Undecided there, and says why; the nearest is still named."""
+    ts = np.linspace(0.0, 10.0, 51)
+    model = np.exp(-ts)
+    curves = {"near": model, "far": model + 10 * FOLLOWS_ERROR}
+    found = predicted_follows(curves, model, ends)
+    assert found["nearest"] == "near" and found["margin"] == pytest.approx(10.0)
+    assert not found["decided"] and found["network"] is None
+    assert found["why_undecided"] == UNDECIDED_NO_ALIGNMENT
+    assert predicted_follows(curves, model, ALIGNED)["why_undecided"] is None
 
 
 @pytest.mark.slow

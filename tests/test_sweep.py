@@ -825,10 +825,20 @@ def test_sweep_markdown_says_where_each_winner_changes(xor):
     assert lines[0] == "no point checked by training (--check N)"
     rows = [line.strip("|").split("|") for line in lines if line.startswith("| 1e-06")]
     assert len(rows) == 1  # the three init scales share their boundaries
-    at, aligned, width = (cell.strip() for cell in rows[0])
+    at, predicted, aligned, width = (cell.strip() for cell in rows[0])
     assert at == "1e-06 to 0.0001"
     assert width == "1.5 to 2"
     assert aligned == "1.5 to 2"  # about 6-10% above Delta* at small init (docs/phase_diagrams.md)
+    # the map's colour, the predicted followed network, changes where it is painted: between the
+    # points whose decided networks (or undecided) differ, read from the points themselves
+    line = [p for p in report["points"] if p["values"]["init_scale"] == 1e-6]
+    painted = [p["predicted_follows"]["network"] if p["predicted_follows"]["decided"] else None for p in line]
+    expected = "; ".join(
+        f"{line[k]['values']['Delta']:g} to {line[k + 1]['values']['Delta']:g}"
+        for k in range(len(line) - 1)
+        if painted[k] != painted[k + 1]
+    )
+    assert predicted == (expected or "none")
 
 
 def test_assumptions_are_the_alignment_phase_and_verify_warning_at_each_point(xor):

@@ -67,7 +67,12 @@ def _resumed(err: str) -> tuple[int, int]:
 
 
 def _points(folder: Path) -> list[Path]:
-    return sorted((folder / cache.POINTS).glob("*.json"))
+    """The checked points' entries on disk (not the grid's theory, kept beside them)."""
+    return sorted(p for p in (folder / cache.POINTS).glob("*.json") if not p.name.startswith("theory-"))
+
+
+def _theories(folder: Path) -> list[Path]:
+    return sorted((folder / cache.POINTS).glob("theory-*.json"))
 
 
 @pytest.fixture(scope="module")
@@ -87,28 +92,38 @@ def test_a_rerun_resumes_every_checked_point(tmp_path, uninterrupted):
     again, err = _sweep(tmp_path, "--json")
     assert _resumed(err) == (3, 3) and again["timing"]["resumed"] == 3
     assert again["timing"]["training_s"] == 0.0  # nothing trained
+    # nor the theory computed again: read back whole
+    assert not first["timing"]["theory_resumed"] and again["timing"]["theory_resumed"]
+    assert again["timing"]["aligned_s"] == 0.0 and len(_theories(tmp_path)) == 1
     assert _without_timing(first) == _without_timing(again) == uninterrupted
     # another seed count is another training: nothing of the above is read back
     _, err = _sweep(tmp_path, "--seeds", "7")
     assert _resumed(err) == (0, 3)
 
 
-@pytest.mark.slow
-def test_an_interrupted_sweep_resumes_where_it_stopped(tmp_path, uninterrupted):
-    """SIGKILL once the first point is on disk (waiting on the file, not on a clock): the points
-    written are whole, the rerun reads each back and trains the rest, and equals the
-    uninterrupted run."""
-    victim = _start(tmp_path, "--json")
+def _stop_after_first_point(run: subprocess.Popen, folder: Path, stop: signal.Signals) -> None:
+    """Send ``stop`` once the first checked point is on disk (waiting on the file, not on a clock)."""
     deadline = time.monotonic() + HANG_SECONDS
-    while not _points(tmp_path) and victim.poll() is None and time.monotonic() < deadline:
+    while not _points(folder) and run.poll() is None and time.monotonic() < deadline:
         time.sleep(0.02)
-    victim.send_signal(signal.SIGKILL)
-    victim.communicate(timeout=HANG_SECONDS)
-    assert victim.returncode == -signal.SIGKILL, "the sweep ended before it was stopped"
+    run.send_signal(stop)
+    _, err = run.communicate(timeout=HANG_SECONDS)
+    # SIGINT ends in gdln's one line and status 130 (gdln.interrupt)
+    expected = -signal.SIGKILL if stop == signal.SIGKILL else 130
+    assert run.returncode == expected, f"the sweep ended before it was stopped: {err}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("stop", [signal.SIGKILL, signal.SIGINT], ids=["SIGKILL", "SIGINT"])
+def test_an_interrupted_sweep_resumes_where_it_stopped(tmp_path, uninterrupted, stop):
+    """Stopped once the first point is on disk: the points written are whole, the rerun reads
+    each back, and the grid's theory, and trains the rest, and equals the uninterrupted run."""
+    _stop_after_first_point(_start(tmp_path, "--json"), tmp_path, stop)
     kept = len(_points(tmp_path))
     assert 1 <= kept <= 3
     report, err = _sweep(tmp_path, "--json")
     assert _resumed(err) == (kept, 3) and report["timing"]["resumed"] == kept
+    assert report["timing"]["theory_resumed"]  # the theory is whole before any point is trained
     assert _without_timing(report) == uninterrupted
     assert not [p.name for p in (tmp_path / cache.POINTS).iterdir() if p.name.startswith(".")]  # no temporaries
 
@@ -121,7 +136,20 @@ def test_three_concurrent_slices_assemble_to_the_single_run(tmp_path, uninterrup
     assert [err.splitlines()[-1].split(" checked point")[0] for _, err in said] == [
         f"gdln: slice {k}/3: 1" for k in (1, 2, 3)
     ]
-    assert len(_points(tmp_path)) == 3
+    assert len(_points(tmp_path)) == 3 and len(_theories(tmp_path)) == 1  # each slice's theory the same
+    report, err = _sweep(tmp_path, "--json")
+    assert _resumed(err) == (3, 3) and report["timing"]["theory_resumed"]
+    assert _without_timing(report) == uninterrupted
+
+
+@pytest.mark.slow
+def test_a_killed_slice_rerun_still_assembles_to_the_single_run(tmp_path, uninterrupted):
+    """A slice of two killed once it has written a point, then run again: it trains what it had
+    left, and the assembled sweep equals the single run."""
+    _stop_after_first_point(_start(tmp_path, "--shard", "1/2"), tmp_path, signal.SIGKILL)
+    _, err = _sweep(tmp_path, "--shard", "1/2")
+    assert "there already" in err.splitlines()[-1], err
+    _sweep(tmp_path, "--shard", "2/2")
     report, err = _sweep(tmp_path, "--json")
     assert _resumed(err) == (3, 3)
     assert _without_timing(report) == uninterrupted
@@ -160,6 +188,50 @@ def test_a_point_s_key_covers_what_it_depends_on(xor_task, keys):
         keys(replace(xor_task, networks=xor_task.networks[:1])),
     ]
     assert len({base, *changed}) == len(changed) + 1
+
+
+@pytest.fixture
+def cache_in(tmp_path):
+    """The disk cache on, in ``tmp_path``, for the test; as it was afterwards."""
+    previous = cache.cache_root()
+    assert cache.enable(tmp_path) == tmp_path
+    yield tmp_path
+    if previous is None:
+        cache.disable()
+    else:
+        cache.enable(previous)
+
+
+def test_a_grid_s_theory_is_kept_whole_and_read_back_exactly(xor_task, cache_in):
+    """The theory's record through its JSON and back, NaN, None and every float exact; its key
+    changes with any point's key (here a training setting)."""
+    grid = sweep_grid(xor_task, [parse_axis("Delta=0.5:2:3", xor_task)], {})
+    theory = sweep_store.GridTheory(
+        t_half=np.array([[1 / 3, np.nan], [2.0, 1e-300], [np.pi, 7.0]]),
+        t_90=np.full((3, 2), np.nan),
+        final_loss=np.array([[0.1, 0.2], [0.3, 0.4], [0.5, np.nextafter(0.6, 1)]]),
+        aligned_t_half=np.zeros((3, 2)),
+        phase_epochs=np.array([[-1, 5], [6, 7], [8, 9]]),
+        stable=[True, None, np.False_],
+        predicted_validity=[None, {"hold": True, "parting": np.float64(0.1)}, None],
+        predicted_follows=[{"network": "xor", "margin": 2.5, "decided": True}, None, None],
+        exceptional=[None, "a = b", None],
+        seconds=None,
+    )
+    store = sweep_store.TheoryStore(PointStore(xor_task, grid, False))
+    assert store.read() is None
+    store.write(theory)
+    back = store.read()
+    assert back is not None
+    for name in ("t_half", "t_90", "final_loss", "aligned_t_half", "phase_epochs"):
+        np.testing.assert_array_equal(getattr(back, name), getattr(theory, name))
+    assert back.phase_epochs.dtype == np.int64
+    assert back.stable == [True, None, False] and back.exceptional == theory.exceptional
+    assert back.predicted_validity == [None, {"hold": True, "parting": 0.1}, None]
+    assert back.predicted_follows == theory.predicted_follows
+    task = xor_task.with_training(learning_rate=0.02)
+    other = sweep_store.TheoryStore(PointStore(task, sweep_grid(task, [parse_axis("Delta=0.5:2:3", task)], {}), False))
+    assert other.key != store.key and other.read() is None
 
 
 def test_slices_balance_the_cost_and_cover_every_point_once():

@@ -90,7 +90,7 @@ def alignment_follows(models: TaskPredictions, alignment: Alignment, initial, va
         models, candidate_predictions(models, (aligned,)), initial, values, training, ts, alignment=alignment
     )
     model = curves.pop(aligned.name)
-    return rules.predicted_follows(curves, model)
+    return rules.predicted_follows(curves, model, alignment.epochs)
 
 
 def aligned_candidate(models: TaskPredictions, alignment: Alignment) -> Network:
@@ -335,6 +335,7 @@ def verify_report(
         else rules.predicted_follows(
             {name: curve for name, curve in predictions.items() if name not in {n.name for n in extra}},
             predictions[extra[0].name],
+            alignment.epochs,
         )
     )
     agf_model = None

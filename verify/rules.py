@@ -5,7 +5,7 @@ winner, finite crossings of loss curves, and which candidate a trained network f
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -217,16 +217,33 @@ FOLLOWS_RULE = (
 )
 
 
-def predicted_follows(curves: Mapping[str, np.ndarray], model: np.ndarray) -> dict[str, Any]:
+#: why `predicted_follows` decides nothing at a point
+UNDECIDED_MARGIN = "the nearest candidate is nearer than the next by less than the rule's error"
+UNDECIDED_NOT_FINITE = "no candidate's curve is finite"
+UNDECIDED_NO_ALIGNMENT = (
+    "no alignment phase at some seed (its initial output is already near the targets): the"
+    " prediction stands on the units the phase settles, and none settle"
+)
+
+
+def predicted_follows(
+    curves: Mapping[str, np.ndarray], model: np.ndarray, phase_epochs: Sequence[int] | np.ndarray
+) -> dict[str, Any]:
     """The candidate the ReLU network is predicted to follow, without training: of the
     candidates' ``curves`` (alignment-seeded, at the same epochs), the one :func:`followed_candidate`
-    picks against ``model``, the aligned GDLN's curve, in the trained network's place.
+    picks against ``model``, the aligned GDLN's curve, in the trained network's place; undecided
+    where the margin is under 1, and where some seed's alignment phase ends at epoch 0
+    (``phase_epochs``, one per seed: at large init the network is lazy, THEORY section 9, and
+    the candidates' curves and the model are then only their descents from the initial weights).
 
     Returns:
         ``network`` (``None`` where undecided), ``nearest`` (the nearest candidate whatever the
         margin), ``margin`` (how much nearer it is than the next, in units of
-        :data:`FOLLOWS_ERROR`; ``None`` with one candidate), ``decided`` and ``deviations`` (each
-        candidate's largest deviation from the model, in fractions of its initial loss)."""
+        :data:`FOLLOWS_ERROR`; ``None`` with one candidate), ``decided``, ``why_undecided``
+        (:data:`UNDECIDED_NO_ALIGNMENT`, :data:`UNDECIDED_NOT_FINITE` or :data:`UNDECIDED_MARGIN`,
+        ``None`` where decided) and
+        ``deviations`` (each candidate's largest deviation from the model, in fractions of its
+        initial loss)."""
     model = np.asarray(model, dtype=np.float64)
     networks: list[dict[str, Any]] = []
     for name, curve in curves.items():
@@ -244,11 +261,20 @@ def predicted_follows(curves: Mapping[str, np.ndarray], model: np.ndarray) -> di
         (n["max_deviation"] for n in networks if math.isfinite(n["max_deviation"])),
     )
     margin = (ranked[1] - ranked[0]) / FOLLOWS_ERROR if nearest is not None and len(ranked) > 1 else None
-    decided = nearest is not None and (margin is None or margin >= 1.0)
+    aligned = bool(np.all(np.asarray(phase_epochs) > 0))
+    wide = nearest is not None and (margin is None or margin >= 1.0)
+    decided = aligned and wide
     return {
         "network": nearest if decided else None,
         "nearest": nearest,
         "margin": margin,
         "decided": decided,
+        "why_undecided": None
+        if decided
+        else UNDECIDED_NO_ALIGNMENT
+        if not aligned
+        else UNDECIDED_NOT_FINITE
+        if nearest is None
+        else UNDECIDED_MARGIN,
         "deviations": {n["name"]: finite_or_none(n["max_deviation"]) for n in networks},
     }

@@ -79,7 +79,7 @@ from .sweep_checks import (
     stable_descent,
 )
 from .sweep_shares import check_plans, share_entries
-from .sweep_store import PointStore, Shard, batches, slice_rows
+from .sweep_store import GridTheory, PointStore, Shard, TheoryStore, batches, slice_rows
 
 #: the training settings an axis may sweep, beside the spec's parameters
 TRAINING_AXES = ("init_scale", "learning_rate", "hidden_units")
@@ -429,13 +429,14 @@ def aligned_race(
         return state, (rates[runs], run_inputs[runs], run_targets[runs], gates)
 
     model = _mean_curves(pattern_chain_step, model_start, phase, training.epochs, seeds)
+    phase_epochs = np.asarray(phase.epochs).reshape(len(rows), seeds)
     follows = [
-        rules.predicted_follows({name: curves[k] for name, curves in mean_curves.items()}, model[k])
+        rules.predicted_follows({name: curves[k] for name, curves in mean_curves.items()}, model[k], phase_epochs[k])
         for k in range(len(rows))
     ]
     started = time.perf_counter()
     predicted = points_predicted_validity(phase, run_inputs, run_targets, rates, training.epochs, seeds)
-    return found, np.asarray(phase.epochs).reshape(len(rows), seeds), predicted, follows, time.perf_counter() - started
+    return found, phase_epochs, predicted, follows, time.perf_counter() - started
 
 
 def _mean_curves(step, start, phase, epochs: int, seeds: int) -> np.ndarray:
@@ -541,52 +542,27 @@ def sweep_report(
     grid = sweep_grid(task, axes, overrides)
     ok, inputs, targets = finite_points(base, grid)
     names = [n.name for n in task.networks]
-    t_half = np.full((grid.size, len(names)), np.nan)
-    t_90 = np.full((grid.size, len(names)), np.nan)
-    final = np.full((grid.size, len(names)), np.nan)
-    aligned = np.full((grid.size, len(names)), np.nan)
-    aligned_seconds = 0.0
-    phase_epochs = np.full((grid.size, task.training.seeds), -1)
-    predicted: list[dict[str, Any] | None] = [None] * grid.size
-    predicted_follows: list[dict[str, Any] | None] = [None] * grid.size
-    predicted_seconds = 0.0
-    exceptional: list[str | None] = [None] * grid.size
-    groups: dict[int, TaskPredictions] = {}
-    widths = [w for w in np.unique(grid.hidden_units) if np.any((grid.hidden_units == w) & ok)]
-    step = Stages("sweep", 2 * len(widths) + bool(check))
-    for width in widths:
-        width_rows = np.flatnonzero((grid.hidden_units == width) & ok)
-        at = f" ({width} hidden units)" if len(widths) > 1 else ""
-        step(f"width-seeded race at {plural(len(width_rows), 'point')}{at}")
-        models_width = groups[int(width)] = _models_at_width(task, base, int(width))
-        # the generic points batched as one; a point where the generic derivation fails on its own,
-        # derived there (derive.exceptional), with no parameter values left in its grid
-        parts = []
-        for models_here, where, why in models_width.by_derivation(grid.values[width_rows]):
-            rows = width_rows[where]
-            parts.append((models_here, grid if models_here is models_width else _without_parameters(grid), rows))
-            for row in rows:
-                exceptional[row] = why  # said as `race` says it
-        for models_here, grid_here, rows in parts:
-            # a point derived where it lies is raced alone, as `race --set` races it (issue 47)
-            races = width_race(models_here, grid_here, rows, singly=models_here is not models_width)
-            for k, name in enumerate(names):
-                t_half[rows, k], t_90[rows, k] = races[name].crossings[:, 0], races[name].crossings[:, 1]
-                final[rows, k] = races[name].final_loss
-        step(f"alignment-seeded race at {plural(len(width_rows), 'point')}{at}")
-        for models_here, grid_here, rows in parts:
-            aligned_start = time.perf_counter()
-            found, phase_epochs[rows], verdicts, follows, seconds = aligned_race(
-                models_here, grid_here, rows, (inputs, targets)
-            )
-            for row, verdict, follow in zip(rows, verdicts, follows):
-                predicted[row], predicted_follows[row] = verdict, follow
-            predicted_seconds += seconds
-            aligned_seconds += time.perf_counter() - aligned_start - seconds
-            for k, name in enumerate(names):
-                aligned[rows, k] = found[name]
-    stable = stable_descent(task, grid.values, grid.learning_rate, ok, inputs, targets)
-    theory_seconds = time.perf_counter() - started - aligned_seconds - predicted_seconds
+    widths = [int(w) for w in np.unique(grid.hidden_units) if np.any((grid.hidden_units == w) & ok)]
+    theories = TheoryStore(PointStore(task, grid, agf))  # off with the disk cache
+    theory = theories.read()
+    if theory is None:
+        step = Stages("sweep", 2 * len(widths) + bool(check))
+        groups: dict[int, TaskPredictions] = {}
+        theory = _grid_theory(task, base, grid, ok, (inputs, targets), widths, groups, step, started)
+        theories.write(replace(theory, seconds=None))  # the seconds are the run's that computes it
+    else:  # kept by a run that was stopped while training, or by the slices of a job array
+        step = Stages("sweep", 1 + bool(check))
+        step(f"the theory at {plural(grid.size, 'point')} read back from the cache")
+        groups = {width: _models_at_width(task, base, width) for width in widths}
+    resumed_theory = theory.seconds is None
+    seconds = theory.seconds or {
+        "theory_s": time.perf_counter() - started,
+        "aligned_s": 0.0,
+        "predicted_validity_s": 0.0,
+    }
+    t_half, t_90, final, aligned = theory.t_half, theory.t_90, theory.final_loss, theory.aligned_t_half
+    phase_epochs, stable, exceptional = theory.phase_epochs, theory.stable, theory.exceptional
+    predicted, predicted_follows = theory.predicted_validity, theory.predicted_follows
 
     points: list[dict[str, Any]] = []
     for index in range(grid.size):
@@ -662,15 +638,90 @@ def sweep_report(
             "crossovers": _crossover_curves(base, axes, overrides),
             "agreement": {**agreement(points, near_boundary), "predicted_validity": predicted_agreement(points)},
             "timing": {
-                "theory_s": theory_seconds,
-                "aligned_s": aligned_seconds,
-                "predicted_validity_s": predicted_seconds,
+                **seconds,
+                "theory_resumed": resumed_theory,
                 "training_s": training_seconds,
                 "training_run_s": per_run,
                 "processes": processes,
                 "resumed": resumed,
             },
         }
+    )
+
+
+def _grid_theory(
+    task: Task,
+    base: TaskPredictions,
+    grid: SweepGrid,
+    ok: np.ndarray,
+    data: tuple[np.ndarray, np.ndarray],
+    widths: list[int],
+    groups: dict[int, TaskPredictions],
+    step: Stages,
+    started: float,
+) -> GridTheory:
+    """The theory at every point ``ok`` of ``grid``, two stages per width (the width-seeded race,
+    then the alignment-seeded race with the predicted validity and followed network); fills
+    ``groups`` with the predictions of each width. ``started``: when the sweep began (its
+    ``theory_s`` counts from there, less the alignment-seeded stages)."""
+    names = [n.name for n in task.networks]
+    inputs, targets = data
+    t_half = np.full((grid.size, len(names)), np.nan)
+    t_90 = np.full((grid.size, len(names)), np.nan)
+    final = np.full((grid.size, len(names)), np.nan)
+    aligned = np.full((grid.size, len(names)), np.nan)
+    aligned_seconds = predicted_seconds = 0.0
+    phase_epochs = np.full((grid.size, task.training.seeds), -1)
+    predicted: list[dict[str, Any] | None] = [None] * grid.size
+    predicted_follows: list[dict[str, Any] | None] = [None] * grid.size
+    exceptional: list[str | None] = [None] * grid.size
+    for width in widths:
+        width_rows = np.flatnonzero((grid.hidden_units == width) & ok)
+        at = f" ({width} hidden units)" if len(widths) > 1 else ""
+        step(f"width-seeded race at {plural(len(width_rows), 'point')}{at}")
+        models_width = groups[width] = _models_at_width(task, base, width)
+        # the generic points batched as one; a point where the generic derivation fails on its own,
+        # derived there (derive.exceptional), with no parameter values left in its grid
+        parts = []
+        for models_here, where, why in models_width.by_derivation(grid.values[width_rows]):
+            rows = width_rows[where]
+            parts.append((models_here, grid if models_here is models_width else _without_parameters(grid), rows))
+            for row in rows:
+                exceptional[row] = why  # said as `race` says it
+        for models_here, grid_here, rows in parts:
+            # a point derived where it lies is raced alone, as `race --set` races it (issue 47)
+            races = width_race(models_here, grid_here, rows, singly=models_here is not models_width)
+            for k, name in enumerate(names):
+                t_half[rows, k], t_90[rows, k] = races[name].crossings[:, 0], races[name].crossings[:, 1]
+                final[rows, k] = races[name].final_loss
+        step(f"alignment-seeded race at {plural(len(width_rows), 'point')}{at}")
+        for models_here, grid_here, rows in parts:
+            aligned_start = time.perf_counter()
+            found, phase_epochs[rows], verdicts, follows, seconds = aligned_race(
+                models_here, grid_here, rows, (inputs, targets)
+            )
+            for row, verdict, follow in zip(rows, verdicts, follows):
+                predicted[row], predicted_follows[row] = verdict, follow
+            predicted_seconds += seconds
+            aligned_seconds += time.perf_counter() - aligned_start - seconds
+            for k, name in enumerate(names):
+                aligned[rows, k] = found[name]
+    stable = stable_descent(task, grid.values, grid.learning_rate, ok, inputs, targets)
+    return GridTheory(
+        t_half=t_half,
+        t_90=t_90,
+        final_loss=final,
+        aligned_t_half=aligned,
+        phase_epochs=phase_epochs,
+        stable=list(stable),
+        predicted_validity=predicted,
+        predicted_follows=predicted_follows,
+        exceptional=exceptional,
+        seconds={
+            "theory_s": time.perf_counter() - started - aligned_seconds - predicted_seconds,
+            "aligned_s": aligned_seconds,
+            "predicted_validity_s": predicted_seconds,
+        },
     )
 
 

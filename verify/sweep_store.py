@@ -29,7 +29,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import jax
 import numpy as np
@@ -187,3 +187,112 @@ class PointStore:
             return
         key = self.key(row)
         cache.write_sealed(self._path(key), f"point/{key}", json.dumps(entry, allow_nan=True).encode())
+
+
+@dataclass(frozen=True)
+class GridTheory:
+    """The theory at every point of a sweep's grid, before any training: the part of a checked
+    sweep that is computed for the whole grid at once, and kept whole (:class:`TheoryStore`).
+
+    Attributes:
+        t_half: ``(points, networks)`` each candidate's epochs to half its initial loss in the
+            width-seeded race (NaN: not within the horizon, or not raced).
+        t_90: ``(points, networks)`` the same to 90% of the way down.
+        final_loss: ``(points, networks)`` the loss at the horizon over the initial loss.
+        aligned_t_half: ``(points, networks)`` ``t_half`` in the alignment-seeded race.
+        phase_epochs: ``(points, seeds)`` where each seed's alignment phase ends (-1: not run).
+        stable: per point, whether its learning rate keeps descent stable (``None``: not judged).
+        predicted_validity: per point, verify's prediction of where the theory holds, or ``None``.
+        predicted_follows: per point, the network predicted to be followed, or ``None``.
+        exceptional: per point, why it is derived where it lies (as ``race`` says it), or ``None``.
+        seconds: ``theory_s``, ``aligned_s`` and ``predicted_validity_s`` spent computing it by
+            this run; ``None`` as kept on disk (a run that reads it back spent none of them).
+    """
+
+    t_half: np.ndarray
+    t_90: np.ndarray
+    final_loss: np.ndarray
+    aligned_t_half: np.ndarray
+    phase_epochs: np.ndarray
+    stable: list[bool | None]
+    predicted_validity: list[dict[str, Any] | None]
+    predicted_follows: list[dict[str, Any] | None]
+    exceptional: list[str | None]
+    seconds: dict[str, float] | None
+
+    _ARRAYS: ClassVar[tuple[str, ...]] = ("t_half", "t_90", "final_loss", "aligned_t_half", "phase_epochs")
+
+    def to_json(self) -> dict[str, Any]:
+        """Lists and numbers (NaN kept: written with ``allow_nan``), every float exact."""
+        entries = {name: np.asarray(getattr(self, name)).tolist() for name in self._ARRAYS}
+        for name in ("stable", "predicted_validity", "predicted_follows", "exceptional", "seconds"):
+            entries[name] = _plain(getattr(self, name))
+        return entries
+
+    @classmethod
+    def from_json(cls, entries: Mapping[str, Any]) -> GridTheory:
+        def array(name: str, dtype=np.float64) -> np.ndarray:
+            return np.asarray(entries[name], dtype=dtype)
+
+        return cls(
+            t_half=array("t_half"),
+            t_90=array("t_90"),
+            final_loss=array("final_loss"),
+            aligned_t_half=array("aligned_t_half"),
+            phase_epochs=array("phase_epochs", np.int64),
+            stable=list(entries["stable"]),
+            predicted_validity=list(entries["predicted_validity"]),
+            predicted_follows=list(entries["predicted_follows"]),
+            exceptional=list(entries["exceptional"]),
+            seconds=entries["seconds"],
+        )
+
+
+def _plain(value: Any) -> Any:
+    """``value`` with numpy's scalars and arrays as Python's, for JSON."""
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return [_plain(v) for v in value]
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+class TheoryStore:
+    """A sweep's :class:`GridTheory` on disk, one sealed entry for the whole grid, keyed by every
+    point's key (:meth:`PointStore.key`: the spec, the point's values and training settings,
+    gdln's code, the platform): a rerun of a sweep stopped while training reads the theory back
+    instead of computing it again, and the slices of a job array, which all compute the same
+    theory, leave it for the assembling run. The theory is computed for the whole grid at once
+    (its solves are batched over the points), so it is kept whole or not at all: reading it back
+    gives the same report as an uninterrupted run, to the bit. Off with the disk cache."""
+
+    def __init__(self, points: PointStore):
+        self.root = points.root
+        if self.root is not None:
+            rows = "\n".join(points.key(row) for row in range(points.grid.size))
+            self.key = hashlib.sha256(f"theory\n{rows}".encode()).hexdigest()[:32]
+
+    def _path(self) -> Path:
+        assert self.root is not None
+        return self.root / cache.POINTS / f"theory-{self.key}.json"
+
+    def read(self) -> GridTheory | None:
+        """The grid's theory where a run kept it, else ``None``."""
+        if self.root is None:
+            return None
+        data = cache.read_sealed(self._path(), f"theory/{self.key}")
+        if data is None:
+            return None
+        try:
+            return GridTheory.from_json(json.loads(data))
+        except (ValueError, KeyError, TypeError):  # sealed, but of another form
+            return None
+
+    def write(self, theory: GridTheory) -> None:
+        """Keep ``theory``, whole or not at all."""
+        if self.root is None or cache.cache_root() is None:
+            return
+        data = json.dumps(theory.to_json(), allow_nan=True).encode()
+        cache.write_sealed(self._path(), f"theory/{self.key}", data)

@@ -108,7 +108,8 @@ def _say_resumed(report, shard) -> None:
         return
     resumed = report["timing"]["resumed"]
     if shard is None:
-        print(f"gdln: resumed {resumed} of {checked} checked points from the cache", file=sys.stderr)
+        theory = " and the grid's theory" if report["timing"].get("theory_resumed") else ""
+        print(f"gdln: resumed {resumed} of {checked} checked points{theory} from the cache", file=sys.stderr)
         return
     print(
         f"gdln: slice {shard}: {plural(checked, 'checked point')} in {printable(str(root / 'points'))}"

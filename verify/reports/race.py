@@ -207,6 +207,9 @@ def predicted_follows_text(predicted: Mapping[str, Any]) -> str:
     gap = "" if margin is None else f", {margin:.2g}x the aligned GDLN's measured error nearer than the next"
     if predicted["decided"]:
         return f"{nearest} (nearest the aligned GDLN's curve{gap})"
+    why = predicted.get("why_undecided")
+    if why is not None and (margin is None or margin >= 1.0):  # wide enough: undecided for another reason
+        return f"undecided: {why} ({nearest} is nearest the aligned GDLN's curve)"
     return f"undecided: {nearest} is nearest the aligned GDLN's curve, but only by {margin:.2g}x its measured error"
 
 

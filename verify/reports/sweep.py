@@ -71,8 +71,16 @@ class SweepReport(Report):
         def among(key: str, value: Any = True) -> str:
             return f"{sum(d.get(key) is value for d in disagree)} of {len(disagree)}"
 
+        def predicted(counts: dict) -> str:
+            decided = counts.get("predicted_decided", 0)
+            if not decided:
+                return f"decides at none of the {counts['checked']}"
+            agree = counts["predicted_agree"]
+            return f"decides at {decided} of the {counts['checked']}; followed at {agree} ({agree / decided:.0%})"
+
         rows = [
             ("followed each race's winner, at all checked points", followed(agreement)),
+            ("followed the predicted network (painted on the map), where its rule decides", predicted(agreement)),
             ("disagreements next to the aligned boundary", among("next_to_aligned_boundary")),
             (f"disagreements outside validity (> {table_cell(self.validity)})", among("outside_validity")),
         ]
@@ -82,6 +90,10 @@ class SweepReport(Report):
                     "followed each race's winner, where the theory's assumptions hold",
                     followed(agreement["within_assumptions"]),
                 ),
+                (
+                    "followed the predicted network, where the theory's assumptions hold",
+                    predicted(agreement["within_assumptions"]),
+                ),
                 ("disagreements where the assumptions fail", among("outside_assumptions")),
             ]
         if "decided" in agreement:
@@ -90,6 +102,7 @@ class SweepReport(Report):
                     "followed each race's winner, where the seeds decide which it follows",
                     followed(agreement["decided"]),
                 ),
+                ("followed the predicted network, where the seeds decide", predicted(agreement["decided"])),
                 ("disagreements the seeds do not decide", among("decided", False)),
             ]
         return markdown_table(
@@ -98,8 +111,9 @@ class SweepReport(Report):
         )
 
     def _boundaries(self) -> str:
-        """Along the first axis, between which values each race's winner changes; one row per
-        run of second-axis values where both races change at the same places."""
+        """Along the first axis, between which values the predicted followed network (undecided
+        counts as a value of its own) and each race's winner change; one row per run of
+        second-axis values where all three change at the same places."""
         axes = self.axes
         first = axes[0]
         size = len(first["values"])
@@ -112,20 +126,18 @@ class SweepReport(Report):
                 key: "; ".join(
                     f"{table_cell(points[k]['values'][first['name']])} to {table_cell(points[k + 1]['values'][first['name']])}"
                     for k in range(size - 1)
-                    if points[k][key] != points[k + 1][key]
+                    if of(points[k]) != of(points[k + 1])
                 )
                 or "none"
-                for key in ("aligned_winner", "winner")
+                for key, of in _PAINTED.items()
             }
             other = points[0]["values"].get(axes[1]["name"]) if len(axes) > 1 else None
-            if rows and (rows[-1]["aligned_winner"], rows[-1]["winner"]) == (
-                changes["aligned_winner"],
-                changes["winner"],
-            ):
+            if rows and all(rows[-1][key] == changes[key] for key in _PAINTED):
                 rows[-1]["to"] = other
                 continue
             rows.append({"from": other, "to": other, **changes})
         columns = [
+            ("predicted", f"predicted followed network changes between ({first['name']})"),
             ("aligned_winner", f"alignment-seeded winner changes between ({first['name']})"),
             ("winner", f"width-seeded winner changes between ({first['name']})"),
         ]
@@ -147,6 +159,7 @@ class SweepReport(Report):
                 "winner": point["winner"],
                 "aligned_winner": point["aligned_winner"],
                 "aligned_margin": point["aligned_margin"],
+                "predicted": _predicted_cell(point.get("predicted_follows")),
                 "follows": point["checked"]["follows"],
                 "max_deviation": point["checked"]["max_deviation"],
                 "assumptions": _assumptions_cell(point.get("assumptions")),
@@ -158,12 +171,37 @@ class SweepReport(Report):
             ("winner", "width-seeded winner"),
             ("aligned_winner", "alignment-seeded winner"),
             ("aligned_margin", "its margin"),
+            ("predicted", "predicted to be followed (margin)"),
             ("follows", "trained network follows"),
             ("max_deviation", "max deviation (of the initial loss)"),
             ("assumptions", "theory's assumptions"),
             ("decided", "seeds decide (lead against the lead needed)"),
         ]
         return markdown_table(rows, columns)
+
+
+def _predicted_network(point: dict) -> str | None:
+    """The network a point is predicted to be followed by, ``None`` where the rule is undecided."""
+    predicted = point.get("predicted_follows")
+    return None if predicted is None or not predicted["decided"] else predicted["network"]
+
+
+#: what the boundaries table follows along the first axis: the map's colour, then the two races
+_PAINTED = {
+    "predicted": _predicted_network,
+    "aligned_winner": lambda point: point["aligned_winner"],
+    "winner": lambda point: point["winner"],
+}
+
+
+def _predicted_cell(predicted: dict | None) -> str:
+    """The network predicted to be followed and its margin, or "undecided" and the nearest."""
+    if predicted is None:
+        return "not run"
+    margin = f"{predicted['margin']:.3g}"
+    if predicted["decided"]:
+        return f"{predicted['network']} ({margin})"
+    return f"undecided ({margin}; nearest {predicted['nearest']})"
 
 
 def _decided_cell(checked: dict) -> str:

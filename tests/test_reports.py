@@ -15,15 +15,21 @@ from gdln.verify.files import finite_json
 from gdln.verify.race import race_report
 from gdln.verify.reports import (
     AlignReport,
+    CheckedPoint,
     DepthReport,
     DeriveReport,
     FindGatesReport,
     GraphVerifyReport,
     LemmaReport,
+    NetworkAtPoint,
+    PointAssumptions,
+    PredictedFollows,
     RaceReport,
+    Record,
     Report,
     SharedDeriveReport,
     SimulateReport,
+    SweepPoint,
     SweepReport,
     UnionReport,
     UniqueReport,
@@ -84,6 +90,51 @@ def test_fields_are_the_documented_keys(report_type):
     attributes = report_type.__doc__.split("Attributes:")[1]
     assert [f.name for f in fields if f"\n        {f.name}: " not in attributes] == []
     assert dataclasses.is_dataclass(report_type) and report_type.__dataclass_params__.frozen
+
+
+#: where each typed record's contract is written, inside its report's: (page, the text that opens it)
+RECORD_CONTRACTS = {
+    SweepPoint: ("phase_diagrams.md", '"points": ['),
+    NetworkAtPoint: ("phase_diagrams.md", '"networks": ['),
+    PointAssumptions: ("phase_diagrams.md", '\n             "assumptions": '),
+    PredictedFollows: ("phase_diagrams.md", '"predicted_follows": '),
+    CheckedPoint: ("phase_diagrams.md", '"checked": '),
+}
+
+
+@pytest.mark.parametrize("record_type", list(RECORD_CONTRACTS), ids=lambda t: t.__name__)
+def test_records_fields_are_the_documented_keys(record_type):
+    """As for the reports: each record's fields are its documented keys in order, the optional
+    ones those marked ``?``, each described in its Attributes; it is frozen, and a `Record`."""
+    keys, optional = documented_keys(*RECORD_CONTRACTS[record_type])
+    fields = dataclasses.fields(record_type)
+    assert [f.name for f in fields if not f.metadata.get("optional")] == keys
+    assert [f.name for f in fields if f.metadata.get("optional")] == optional
+    attributes = record_type.__doc__.split("Attributes:")[1]
+    assert [f.name for f in fields if f"\n        {f.name}: " not in attributes] == []
+    assert issubclass(record_type, Record) and record_type.__dataclass_params__.frozen
+
+
+def test_a_checked_sweep_s_points_are_records_read_by_attribute_and_by_key():
+    """``sweep.points[i].checked.follows`` and ``sweep.points[i]["checked"]["follows"]`` read the
+    same; the report read back from its JSON gives the same JSON text, byte for byte."""
+    from gdln.verify.sweep import parse_axis, sweep_report
+
+    task = load_spec(XOR_SPEC).with_training(seeds=1, epochs=300)
+    report = sweep_report(task, [parse_axis("Delta=0.5:3:2", task)], check=1)
+    (point,) = [p for p in report.points if p.checked is not None]
+    assert isinstance(point, SweepPoint) and isinstance(point.checked, CheckedPoint)
+    assert (
+        point.checked.follows
+        == point["checked"]["follows"]
+        == report.to_json()["points"][report.points.index(point)]["checked"]["follows"]
+    )
+    assert point.checked.follows in {n.name for n in point.networks}
+    assert isinstance(point.predicted_follows, PredictedFollows) and isinstance(point.assumptions, PointAssumptions)
+    text = json.dumps(report.to_json(), allow_nan=True)
+    again = SweepReport.from_json(json.loads(text))
+    assert json.dumps(again.to_json(), allow_nan=True) == text
+    assert again == report and again.points[0] == report.to_json()["points"][0]  # a record equals its JSON
 
 
 @pytest.fixture
@@ -160,7 +211,8 @@ def test_sweep_report_is_its_builders_dictionary(built, capsys):
     task = load_spec(XOR_SPEC)
     report = sweep_report(task, [parse_axis("Delta=0.5:3:3", task)])
     assert isinstance(report, SweepReport)
-    same_as_built(report, built[-1])
+    # the report's own dictionary: its points' records are built from theirs after it
+    same_as_built(report, next(entries for entries in reversed(built) if "points" in entries))
     printed = cli_json(capsys, ["sweep", str(XOR_SPEC), "--grid", "Delta=0.5:3:3"])
     for key in ("axes", "points", "crossovers", "agreement"):
         assert printed[key] == strict(report)[key]
@@ -207,8 +259,8 @@ def test_shared_derive_report_is_its_builders_dictionary(built, capsys, tmp_path
 
 
 def test_every_report_type_has_a_contract():
-    """Each report type of ``verify.reports`` is listed above, so its fields are checked against
-    the documentation."""
+    """Each report and record type of ``verify.reports`` is listed above, so its fields are
+    checked against the documentation."""
     import inspect
 
     from gdln.verify import reports
@@ -216,9 +268,9 @@ def test_every_report_type_has_a_contract():
     defined = {
         value
         for value in vars(reports).values()
-        if inspect.isclass(value) and issubclass(value, Report) and value is not Report
+        if inspect.isclass(value) and issubclass(value, Report) and value not in (Report, Record)
     }
-    assert defined == set(CONTRACTS)
+    assert defined == set(CONTRACTS) | set(RECORD_CONTRACTS)
 
 
 @pytest.mark.parametrize(

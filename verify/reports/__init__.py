@@ -2,10 +2,13 @@
 the commands print (docs/json.md), `Report.to_json` giving that dictionary, and the Markdown
 tables a notebook shows (``_repr_markdown_``, ``gdln ... --markdown``).
 
-Nested entries (a network of the race, a point of the sweep) stay the JSON's dictionaries: the
-contract names their keys, and a report is read by them (``report.networks[0]["t_90"]``). A
-report is also a read-only mapping of its top-level keys (``report["winner"]``), as code written
-when reports were dictionaries reads them.
+A sweep's points are typed records (``records``: `SweepPoint`, and in it `NetworkAtPoint`,
+`PointAssumptions`, `PredictedFollows`, `CheckedPoint`), read as attributes
+(``sweep.points[3].checked.follows``); the other reports' nested entries (a network of the
+race) stay the JSON's dictionaries, read by the keys the contract names
+(``report.networks[0]["t_90"]``). A report and a record are also read-only mappings of their
+keys (``report["winner"]``, ``point["checked"]["follows"]``), as code written when they were
+dictionaries reads them.
 
 One module per family of reports on ``base`` (the `Report` base, optional fields and Markdown
 cells): ``race`` (race, verify, simulate), ``unique``, ``sweep``, ``derive`` (one network, shared
@@ -13,7 +16,7 @@ edges), ``graphs`` (graph verify, zero-shot, depth) and ``pathways`` (union, ali
 lemma). The rest of gdln imports the names re-exported here.
 """
 
-from .base import Report, crossover_line, exact_cell, is_number, markdown_table, optional, table_cell
+from .base import Record, Report, crossover_line, exact_cell, is_number, markdown_table, optional, table_cell
 from .derive import DeriveReport, SharedDeriveReport
 from .graphs import DepthReport, GraphVerifyReport, ZeroShotReport
 from .pathways import AlignReport, FindGatesReport, LemmaReport, UnionReport
@@ -27,6 +30,7 @@ from .race import (
     resolution_text,
     validity_text,
 )
+from .records import CheckedPoint, NetworkAtPoint, PointAssumptions, PredictedFollows, SweepPoint
 from .sweep import SweepReport
 from .unique import UniqueReport
 
@@ -47,6 +51,13 @@ __all__ = [
     "UniqueReport",
     "VerifyReport",
     "ZeroShotReport",
+    # the typed entries of the reports, on their base
+    "Record",
+    "CheckedPoint",
+    "NetworkAtPoint",
+    "PointAssumptions",
+    "PredictedFollows",
+    "SweepPoint",
     # their cells and verdicts in words, which the commands' text shares
     "agf_text",
     "crossover_line",

@@ -6,7 +6,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields
-from typing import Any, Self
+from typing import Any, ClassVar, Self
 
 #: a field's metadata for a key the JSON has only where it applies; ``None`` leaves it out
 OPTIONAL = {"optional": True}
@@ -17,9 +17,24 @@ def optional() -> Any:
     return field(default=None, metadata=OPTIONAL)
 
 
+def _json_of(value: Any) -> Any:
+    """``value`` as JSON: records (and reports) as their dictionaries, at any depth; a copy."""
+    if isinstance(value, Report):
+        return value.to_json()
+    if isinstance(value, list):
+        return [_json_of(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _json_of(v) for k, v in value.items()}
+    return copy.deepcopy(value)
+
+
 @dataclass(frozen=True)
 class Report(Mapping[str, Any]):
     """What every report shares: its JSON, and a read-only view of its top-level keys."""
+
+    #: the fields that hold typed records: name -> (their type, whether a list of them), read
+    #: from their JSON by the type's ``from_json``
+    RECORDS: ClassVar[dict[str, tuple[type[Report], bool]]] = {}
 
     def to_json(self) -> dict[str, Any]:
         """The report as the JSON dictionary the command prints.
@@ -29,7 +44,7 @@ class Report(Mapping[str, Any]):
             it leaves the report alone). Non-finite numbers stay as they are; the command's
             ``--json`` writes them as ``null`` and lists them under ``non_finite``.
         """
-        return {name: copy.deepcopy(getattr(self, name)) for name in self._keys()}
+        return {name: _json_of(getattr(self, name)) for name in self._keys()}
 
     @classmethod
     def from_json(cls, entries: Mapping[str, Any]) -> Self:
@@ -48,7 +63,12 @@ class Report(Mapping[str, Any]):
         unknown = set(entries) - known
         if unknown:
             raise TypeError(f"{cls.__name__} has no field {', '.join(sorted(unknown))}")
-        return cls(**entries)
+        values = dict(entries)
+        for name, (kind, many) in cls.RECORDS.items():
+            value = values.get(name)
+            if value is not None:
+                values[name] = [_record(kind, v) for v in value] if many else _record(kind, value)
+        return cls(**values)
 
     def _keys(self) -> list[str]:
         return [f.name for f in fields(self) if not (f.metadata.get("optional") and getattr(self, f.name) is None)]
@@ -63,6 +83,25 @@ class Report(Mapping[str, Any]):
 
     def __len__(self) -> int:
         return len(self._keys())
+
+
+def _record(kind: type[Report], value: Any) -> Any:
+    return value if isinstance(value, kind) else kind.from_json(value)
+
+
+@dataclass(frozen=True, eq=False)
+class Record(Report):
+    """An entry of a report (a sweep point, a checked point, ...): typed fields read as
+    attributes (``point.checked.follows``), and, as before they were typed, as the keys of a
+    read-only mapping (``point["checked"]["follows"]``). Equal to a record or a mapping of the
+    same JSON."""
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Mapping):
+            return self.to_json() == _json_of(dict(other))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # equal to dictionaries, which have no hash
 
 
 def table_cell(value: Any) -> str:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from .base import Report, markdown_table, table_cell
+from .records import SweepPoint
 
 
 @dataclass(frozen=True)
@@ -22,8 +23,8 @@ class SweepReport(Report):
             ``hidden_units``, ``epochs``, ``seeds``); an axis of the same name replaces its value.
         validity: the largest deviation of the initial loss at which a prediction holds.
         assumptions: the theory's assumptions checked at each point, in words, and ``output_fraction``.
-        points: one per grid point: ``values``, ``winner``, ``margin``, ``aligned_winner``,
-            ``aligned_margin``, ``networks``, ``assumptions``, ``checked`` (``None`` unless trained).
+        points: one `SweepPoint` per grid point, the last axis varying fastest
+            (``points[i].checked.follows``: the candidate the trained network follows there).
         invalid_points: the indices of points whose data are not finite.
         crossovers: the derived crossovers along the grid.
         agreement: how often the trained networks followed each race's winner.
@@ -31,13 +32,15 @@ class SweepReport(Report):
             ``processes``, how many processes shared the training.
     """
 
+    RECORDS: ClassVar[dict[str, tuple[type[Report], bool]]] = {"points": (SweepPoint, True)}
+
     spec: str
     axes: list[dict[str, Any]]
     seeds: dict[str, Any]
     training: dict[str, Any]
     validity: float
     assumptions: dict[str, Any]
-    points: list[dict[str, Any]]
+    points: list[SweepPoint]
     invalid_points: list[int]
     crossovers: list[dict[str, Any]]
     agreement: dict[str, Any]
@@ -151,7 +154,7 @@ class SweepReport(Report):
             columns.insert(0, ("at", axes[1]["name"]))
         return markdown_table(rows, columns)
 
-    def _checked(self, checked: list[dict]) -> str:
+    def _checked(self, checked: list[SweepPoint]) -> str:
         names = list(checked[0]["values"])
         rows = [
             {

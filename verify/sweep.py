@@ -541,38 +541,85 @@ def sweep_report(
     check_values(task, overrides, base)
     grid = sweep_grid(task, axes, overrides)
     ok, inputs, targets = finite_points(base, grid)
-    names = [n.name for n in task.networks]
     widths = [int(w) for w in np.unique(grid.hidden_units) if np.any((grid.hidden_units == w) & ok)]
-    theories = TheoryStore(PointStore(task, grid, agf))  # off with the disk cache
-    theory = theories.read()
-    if theory is None:
-        step = Stages("sweep", 2 * len(widths) + bool(check))
-        groups: dict[int, TaskPredictions] = {}
-        theory = _grid_theory(task, base, grid, ok, (inputs, targets), widths, groups, step, started)
-        theories.write(replace(theory, seconds=None))  # the seconds are the run's that computes it
-    else:  # kept by a run that was stopped while training, or by the slices of a job array
-        step = Stages("sweep", 1 + bool(check))
-        step(f"the theory at {plural(grid.size, 'point')} read back from the cache")
-        groups = {width: _models_at_width(task, base, width) for width in widths}
-    resumed_theory = theory.seconds is None
+    theory, groups, step = _theory_stage(task, base, grid, ok, (inputs, targets), widths, check, agf, started)
+    points = _points(task, grid, ok, theory)
+    training_seconds, per_run, processes, resumed = 0.0, None, 1, 0
+    aligned_labels = _winner_labels(points, [n.name for n in task.networks], "aligned_winner")
+    if check:
+        hold = np.array([bool(p["assumptions"] and p["assumptions"]["hold"]) for p in points])
+        chosen = check_points(aligned_labels, grid.shape, check, ok, claimed=hold)
+        step(f"training at {plural(len(chosen), 'checked point')}")
+        training_seconds, per_run, processes, resumed = _check(
+            groups, task, grid, chosen, points, inputs, targets, agf, shard
+        )
+    step.close()
+    near_boundary = set(boundary_points(aligned_labels, grid.shape).tolist())
     seconds = theory.seconds or {
         "theory_s": time.perf_counter() - started,
         "aligned_s": 0.0,
         "predicted_validity_s": 0.0,
     }
-    t_half, t_90, final, aligned = theory.t_half, theory.t_90, theory.final_loss, theory.aligned_t_half
-    phase_epochs, stable, exceptional = theory.phase_epochs, theory.stable, theory.exceptional
-    predicted, predicted_follows = theory.predicted_validity, theory.predicted_follows
+    return SweepReport.from_json(
+        {
+            **_settings(task, axes),
+            "points": points,
+            "invalid_points": [i for i in range(grid.size) if not ok[i]],
+            "crossovers": _crossover_curves(base, axes, overrides),
+            "agreement": {**agreement(points, near_boundary), "predicted_validity": predicted_agreement(points)},
+            "timing": {
+                **seconds,
+                "theory_resumed": theory.seconds is None,
+                "training_s": training_seconds,
+                "training_run_s": per_run,
+                "processes": processes,
+                "resumed": resumed,
+            },
+        }
+    )
 
+
+def _theory_stage(
+    task: Task,
+    base: TaskPredictions,
+    grid: SweepGrid,
+    ok: np.ndarray,
+    data: tuple[np.ndarray, np.ndarray],
+    widths: list[int],
+    check: int,
+    agf: bool,
+    started: float,
+) -> tuple[GridTheory, dict[int, TaskPredictions], Stages]:
+    """The grid's theory, read back from the disk cache where a run kept it (its ``seconds``
+    then ``None``), else computed (`_grid_theory`) and kept; the predictions of each width; and
+    the sweep's stages, the training's still to come."""
+    theories = TheoryStore(PointStore(task, grid, agf))  # off with the disk cache
+    theory = theories.read()
+    if theory is None:
+        step = Stages("sweep", 2 * len(widths) + bool(check))
+        groups: dict[int, TaskPredictions] = {}
+        theory = _grid_theory(task, base, grid, ok, data, widths, groups, step, started)
+        theories.write(replace(theory, seconds=None))  # the seconds are the run's that computes it
+        return theory, groups, step
+    # kept by a run that was stopped while training, or by the slices of a job array
+    step = Stages("sweep", 1 + bool(check))
+    step(f"the theory at {plural(grid.size, 'point')} read back from the cache")
+    return replace(theory, seconds=None), {width: _models_at_width(task, base, width) for width in widths}, step
+
+
+def _points(task: Task, grid: SweepGrid, ok: np.ndarray, theory: GridTheory) -> list[dict[str, Any]]:
+    """Every grid point's entry (the JSON of a `verify.reports.SweepPoint`) from the grid's
+    theory: each race's winner, the assumptions, the predictions; ``checked`` still ``None``."""
+    names = [n.name for n in task.networks]
     points: list[dict[str, Any]] = []
     for index in range(grid.size):
         entries = [
             {
                 "name": name,
-                "t_half": finite_or_none(t_half[index, k]),
-                "t_90": finite_or_none(t_90[index, k]),
-                "final_loss": finite_or_none(final[index, k]),
-                "aligned_t_half": finite_or_none(aligned[index, k]),
+                "t_half": finite_or_none(theory.t_half[index, k]),
+                "t_90": finite_or_none(theory.t_90[index, k]),
+                "final_loss": finite_or_none(theory.final_loss[index, k]),
+                "aligned_t_half": finite_or_none(theory.aligned_t_half[index, k]),
             }
             for k, name in enumerate(names)
         ]
@@ -580,6 +627,8 @@ def sweep_report(
         aligned_winner, aligned_margin = (
             rules.aligned_winner({e["name"]: e["aligned_t_half"] for e in entries}) if ok[index] else (None, None)
         )
+        exceptional = theory.exceptional[index]
+        assumptions = point_assumptions(theory.phase_epochs[index], theory.stable[index]) if ok[index] else None
         points.append(
             {
                 "values": grid.point_values(index),
@@ -588,65 +637,44 @@ def sweep_report(
                 "aligned_winner": aligned_winner,
                 "aligned_margin": aligned_margin,
                 "networks": entries,
-                "assumptions": point_assumptions(phase_epochs[index], stable[index]) if ok[index] else None,
-                "predicted_validity": predicted[index],
-                "predicted_follows": predicted_follows[index],
+                "assumptions": assumptions,
+                "predicted_validity": theory.predicted_validity[index],
+                "predicted_follows": theory.predicted_follows[index],
                 "checked": None,
                 # only where the point is derived where it lies, as in `race`: other outputs unchanged
-                **({"exceptional_point": exceptional[index]} if exceptional[index] else {}),
+                **({"exceptional_point": exceptional} if exceptional else {}),
             }
         )
+    return points
 
-    training_seconds, per_run, processes, resumed = 0.0, None, 1, 0
-    aligned_labels = _winner_labels(points, names, "aligned_winner")
-    if check:
-        hold = np.array([bool(p["assumptions"] and p["assumptions"]["hold"]) for p in points])
-        chosen = check_points(aligned_labels, grid.shape, check, ok, claimed=hold)
-        step(f"training at {plural(len(chosen), 'checked point')}")
-        training_seconds, per_run, processes, resumed = _check(
-            groups, task, grid, chosen, points, inputs, targets, agf, shard
-        )
 
-    step.close()
-    near_boundary = set(boundary_points(aligned_labels, grid.shape).tolist())
-    return SweepReport.from_json(
-        {
-            "spec": task.source,
-            "axes": [{"name": a.name, "values": list(a.values), "log": a.log} for a in axes],
-            "seeds": {
-                "width": "each pathway from its width: a0 = units init_scale^2 / 2 (gdln race)",
-                "aligned": f"the alignment phase of {task.training.seeds} ReLU seeds from their initial weights (gdln verify)",
-            },
-            "training": {
-                "learning_rate": task.training.learning_rate,
-                "init_scale": task.training.init_scale,
-                "hidden_units": task.training.hidden_units,
-                "epochs": task.training.epochs,
-                "seeds": task.training.seeds,
-            },
-            "validity": VALIDITY,
-            "assumptions": {
-                "small_init": "the alignment phase runs at every seed: the initial output is below"
-                f" {OUTPUT_FRACTION:g} of the targets (THEORY section 9: at large init the network is lazy)",
-                "stable_learning_rate": "learning_rate <= 2/curvature, the theory's largest curvature (verify's warning;"
-                " null where the curvature is not finite)",
-                "hold": "both known to hold: an assumption that is unknown (null) does not hold",
-                "output_fraction": OUTPUT_FRACTION,
-            },
-            "points": points,
-            "invalid_points": [i for i in range(grid.size) if not ok[i]],
-            "crossovers": _crossover_curves(base, axes, overrides),
-            "agreement": {**agreement(points, near_boundary), "predicted_validity": predicted_agreement(points)},
-            "timing": {
-                **seconds,
-                "theory_resumed": resumed_theory,
-                "training_s": training_seconds,
-                "training_run_s": per_run,
-                "processes": processes,
-                "resumed": resumed,
-            },
-        }
-    )
+def _settings(task: Task, axes: Sequence[Axis]) -> dict[str, Any]:
+    """The report's keys that describe the sweep rather than its points: the spec, the axes,
+    how each race is seeded, the training settings, the validity and the assumptions, in words."""
+    return {
+        "spec": task.source,
+        "axes": [{"name": a.name, "values": list(a.values), "log": a.log} for a in axes],
+        "seeds": {
+            "width": "each pathway from its width: a0 = units init_scale^2 / 2 (gdln race)",
+            "aligned": f"the alignment phase of {task.training.seeds} ReLU seeds from their initial weights (gdln verify)",
+        },
+        "training": {
+            "learning_rate": task.training.learning_rate,
+            "init_scale": task.training.init_scale,
+            "hidden_units": task.training.hidden_units,
+            "epochs": task.training.epochs,
+            "seeds": task.training.seeds,
+        },
+        "validity": VALIDITY,
+        "assumptions": {
+            "small_init": "the alignment phase runs at every seed: the initial output is below"
+            f" {OUTPUT_FRACTION:g} of the targets (THEORY section 9: at large init the network is lazy)",
+            "stable_learning_rate": "learning_rate <= 2/curvature, the theory's largest curvature (verify's warning;"
+            " null where the curvature is not finite)",
+            "hold": "both known to hold: an assumption that is unknown (null) does not hold",
+            "output_fraction": OUTPUT_FRACTION,
+        },
+    }
 
 
 def _grid_theory(

@@ -259,18 +259,18 @@ def test_an_address_space_limit_too_small_to_start_is_one_line_not_a_hang():
     """Under ``ulimit -v`` of 1.4 GiB, OpenBLAS's start (loaded with numpy and SciPy) retried a
     failed allocation forever, and at 1.5 GiB the process aborted: gdln now refuses to start,
     in one line naming the limit, before it loads them."""
-    import resource
-
-    def limited():
-        resource.setrlimit(resource.RLIMIT_AS, (1_500_000 * 1024, resource.RLIM_INFINITY))
-
+    # the limit set by a small program that then becomes gdln (exec), not by ``preexec_fn``,
+    # which forks this multithreaded process (JAX's threads) and may deadlock
+    limited = (
+        "import os, resource, sys; resource.setrlimit(resource.RLIMIT_AS, (1_500_000 * 1024, resource.RLIM_INFINITY));"
+        " os.execv(sys.executable, [sys.executable, '-m', 'gdln', '--no-cache', 'race', sys.argv[1]])"
+    )
     done = subprocess.run(
-        [sys.executable, "-m", "gdln", "--no-cache", "race", str(XOR_SPEC)],
+        [sys.executable, "-c", limited, str(XOR_SPEC)],
         cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=120,
-        preexec_fn=limited,
     )
     assert done.returncode == 2, done.stderr
     lines = done.stderr.strip().splitlines()

@@ -136,21 +136,44 @@ def _shares(counts: dict[str, int]) -> str:
 
 
 def _render_sweep(report):
-    from gdln.derive.words import plural
-    from gdln.verify.rules import DECIDED_STANDARD_ERRORS
-
+    """The sweep as text: the grid, each race's and the prediction's share of it, the derived
+    crossovers, the training's agreement, what failed, and the seconds."""
     axes = " x ".join(f"{a['name']} ({len(a['values'])}{' log' if a['log'] else ''})" for a in report["axes"])
     points = report["points"]
     print(f"grid: {axes}, {len(points)} points")
     names = [n["name"] for n in points[0]["networks"]]
+    _render_races(report, points, names)
+    _render_predicted_follows(points, names)
+    _render_crossovers(report["crossovers"])
+    predicted = [p["predicted_validity"] for p in points if p.get("predicted_validity") is not None]
+    if predicted:
+        within = sum(p["within_validity"] for p in predicted)
+        print(
+            f"  predicted without training (the theory's frozen gates, gdln verify's verdict): within "
+            f"{report['validity']:.0%} at {within} of {len(predicted)} points"
+        )
+    if report["agreement"]["checked"]:
+        _render_agreement(report, points)
+    _render_failures(report, points)
+    timing = report["timing"]
+    trained = f", training {timing['training_s']:.2f}" if report["agreement"]["checked"] else ""
+    read = " (the theory read back from the cache)" if timing.get("theory_resumed") else ""
+    print(f"  seconds: theory {timing['theory_s']:.2f}, alignment-seeded race {timing['aligned_s']:.2f}{trained}{read}")
+
+
+def _render_races(report, points, names) -> None:
+    """Each race's winners over the grid."""
     for key, what in (("winner", "width-seeded race"), ("aligned_winner", "alignment-seeded race")):
         counts = {name: sum(p[key] == name for p in points) for name in names}
         if key == "aligned_winner" and report["seeds"]["aligned"] is None:
             print(f"  {what}: not run")
             continue
         print(f"  {what}: {_shares(counts)}")
-    _render_predicted_follows(points, names)
-    for crossover in report["crossovers"]:
+
+
+def _render_crossovers(crossovers) -> None:
+    """Each derived crossover: its value, or its curve along the other axis."""
+    for crossover in crossovers:
         first, second = crossover["networks"]
         value = (
             value_text(crossover)
@@ -160,49 +183,54 @@ def _render_sweep(report):
             else crossover["expr"]
         )
         print(f"  derived crossover of {first} and {second}: {crossover['parameter']}* = {value}")
-    predicted = [p["predicted_validity"] for p in points if p.get("predicted_validity") is not None]
-    if predicted:
-        within = sum(p["within_validity"] for p in predicted)
-        print(
-            f"  predicted without training (the theory's frozen gates, gdln verify's verdict): within "
-            f"{report['validity']:.0%} at {within} of {len(predicted)} points"
-        )
+
+
+def _render_agreement(report, points) -> None:
+    """How often the trained networks followed each race's winner and the prediction, overall
+    and where the assumptions hold or the seeds decide."""
+    from gdln.verify.rules import DECIDED_STANDARD_ERRORS
+
     agreement = report["agreement"]
-    if agreement["checked"]:
-        checked = agreement["checked"]
+    checked = agreement["checked"]
+    print(
+        f"  trained at {checked} point{'s' if checked != 1 else ''}: the width-seeded winner is followed at "
+        f"{agreement['agree']}, the alignment-seeded winner at {agreement['aligned_agree']}"
+    )
+    holds = sum(
+        p["checked"]["max_deviation"] is not None and p["checked"]["max_deviation"] <= report["validity"]
+        for p in points
+        if p["checked"]
+    )
+    print(f"  the followed network stays within {report['validity']:.0%} of the initial loss at {holds} of them")
+    if agreement.get("predicted_decided"):
         print(
-            f"  trained at {checked} point{'s' if checked != 1 else ''}: the width-seeded winner is followed at "
-            f"{agreement['agree']}, the alignment-seeded winner at {agreement['aligned_agree']}"
+            f"  the network predicted to be followed is followed at {agreement['predicted_agree']} of the"
+            f" {agreement['predicted_decided']} where that prediction decides"
         )
-        holds = sum(
-            p["checked"]["max_deviation"] is not None and p["checked"]["max_deviation"] <= report["validity"]
-            for p in points
-            if p["checked"]
+    predicted = agreement.get("predicted_validity")
+    if predicted is not None:
+        print(
+            f"  the validity predicted without training is the measured one at {predicted['agree']} of "
+            f"{predicted['checked']}"
         )
-        print(f"  the followed network stays within {report['validity']:.0%} of the initial loss at {holds} of them")
-        if agreement.get("predicted_decided"):
+    subsets = {
+        "within_assumptions": "where the theory's assumptions hold",
+        "decided": "where the seeds decide which candidate is followed (its lead at least"
+        f" {DECIDED_STANDARD_ERRORS:g} standard errors of their mean loss)",
+    }
+    for key, where in subsets.items():
+        counts = agreement.get(key)
+        if counts is not None and counts["checked"] < checked:
             print(
-                f"  the network predicted to be followed is followed at {agreement['predicted_agree']} of the"
-                f" {agreement['predicted_decided']} where that prediction decides"
+                f"  of the {counts['checked']} checked points {where}: the width-seeded winner is followed at"
+                f" {counts['agree']}, the alignment-seeded winner at {counts['aligned_agree']}"
             )
-        predicted = agreement.get("predicted_validity")
-        if predicted is not None:
-            print(
-                f"  the validity predicted without training is the measured one at {predicted['agree']} of "
-                f"{predicted['checked']}"
-            )
-        subsets = {
-            "within_assumptions": "where the theory's assumptions hold",
-            "decided": "where the seeds decide which candidate is followed (its lead at least"
-            f" {DECIDED_STANDARD_ERRORS:g} standard errors of their mean loss)",
-        }
-        for key, where in subsets.items():
-            counts = agreement.get(key)
-            if counts is not None and counts["checked"] < checked:
-                print(
-                    f"  of the {counts['checked']} checked points {where}: the width-seeded winner is followed at"
-                    f" {counts['agree']}, the alignment-seeded winner at {counts['aligned_agree']}"
-                )
+
+
+def _render_failures(report, points) -> None:
+    """Where training diverged, where the assumptions fail, and points whose data are not finite."""
+    from gdln.derive.words import plural
+
     diverged = [p for p in points if p["checked"] and p["checked"].get("reason")]
     if diverged:
         shown = "; ".join(
@@ -227,9 +255,6 @@ def _render_sweep(report):
         print(f"  the theory's assumptions fail at {len(failing)} points, judged before any training: {said}")
     if report["invalid_points"]:
         print(f"  {len(report['invalid_points'])} points with data that are not finite (null in --json)")
-    timing = report["timing"]
-    trained = f", training {timing['training_s']:.2f}" if agreement["checked"] else ""
-    print(f"  seconds: theory {timing['theory_s']:.2f}, alignment-seeded race {timing['aligned_s']:.2f}{trained}")
 
 
 def add_parser(sub) -> None:

@@ -543,6 +543,12 @@ def sweep_report(
     ok, inputs, targets = finite_points(base, grid)
     widths = [int(w) for w in np.unique(grid.hidden_units) if np.any((grid.hidden_units == w) & ok)]
     theory, groups, step = _theory_stage(task, base, grid, ok, (inputs, targets), widths, check, agf, started)
+    # read back, the theory's seconds are those this run spent reading it, before any training
+    seconds = theory.seconds or {
+        "theory_s": time.perf_counter() - started,
+        "aligned_s": 0.0,
+        "predicted_validity_s": 0.0,
+    }
     points = _points(task, grid, ok, theory)
     training_seconds, per_run, processes, resumed = 0.0, None, 1, 0
     aligned_labels = _winner_labels(points, [n.name for n in task.networks], "aligned_winner")
@@ -555,11 +561,6 @@ def sweep_report(
         )
     step.close()
     near_boundary = set(boundary_points(aligned_labels, grid.shape).tolist())
-    seconds = theory.seconds or {
-        "theory_s": time.perf_counter() - started,
-        "aligned_s": 0.0,
-        "predicted_validity_s": 0.0,
-    }
     return SweepReport.from_json(
         {
             **_settings(task, axes),

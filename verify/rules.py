@@ -220,6 +220,7 @@ FOLLOWS_RULE = (
 #: why `predicted_follows` decides nothing at a point
 UNDECIDED_MARGIN = "the nearest candidate is nearer than the next by less than the rule's error"
 UNDECIDED_NOT_FINITE = "no candidate's curve is finite"
+UNDECIDED_TIE = "the nearest candidates' curves are the same (a tie: the data do not tell them apart)"
 UNDECIDED_NO_ALIGNMENT = (
     "no alignment phase at some seed (its initial output is already near the targets): the"
     " prediction stands on the units the phase settles, and none settle"
@@ -240,8 +241,8 @@ def predicted_follows(
         ``network`` (``None`` where undecided), ``nearest`` (the nearest candidate whatever the
         margin), ``margin`` (how much nearer it is than the next, in units of
         :data:`FOLLOWS_ERROR`; ``None`` with one candidate), ``decided``, ``why_undecided``
-        (:data:`UNDECIDED_NO_ALIGNMENT`, :data:`UNDECIDED_NOT_FINITE` or :data:`UNDECIDED_MARGIN`,
-        ``None`` where decided) and
+        (:data:`UNDECIDED_NO_ALIGNMENT`, :data:`UNDECIDED_TIE`, :data:`UNDECIDED_NOT_FINITE` or
+        :data:`UNDECIDED_MARGIN`, ``None`` where decided) and
         ``deviations`` (each candidate's largest deviation from the model, in fractions of its
         initial loss)."""
     model = np.asarray(model, dtype=np.float64)
@@ -273,7 +274,7 @@ def predicted_follows(
         if decided
         else UNDECIDED_NO_ALIGNMENT
         if not aligned
-        else UNDECIDED_NOT_FINITE
+        else (UNDECIDED_TIE if any(math.isfinite(n["max_deviation"]) for n in networks) else UNDECIDED_NOT_FINITE)
         if nearest is None
         else UNDECIDED_MARGIN,
         "deviations": {n["name"]: finite_or_none(n["max_deviation"]) for n in networks},

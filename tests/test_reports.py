@@ -83,13 +83,19 @@ def test_fields_are_the_documented_keys(report_type):
     """Every field is a documented top-level key in the documented order, the optional ones
     (absent from the JSON unless they apply) exactly those the contract marks with ``?``; and
     each field is described in the class's Attributes section."""
-    keys, optional = documented_keys(*CONTRACTS[report_type])
-    fields = dataclasses.fields(report_type)
+    assert_fields_documented(report_type, CONTRACTS[report_type])
+
+
+def assert_fields_documented(kind: type, contract: tuple[str, str]) -> None:
+    """``kind``'s fields are the contract's keys in order, its optional fields those marked
+    ``?``, each described in its Attributes; it is a frozen dataclass."""
+    keys, optional = documented_keys(*contract)
+    fields = dataclasses.fields(kind)
     assert [f.name for f in fields if not f.metadata.get("optional")] == keys
     assert [f.name for f in fields if f.metadata.get("optional")] == optional
-    attributes = report_type.__doc__.split("Attributes:")[1]
+    attributes = kind.__doc__.split("Attributes:")[1]
     assert [f.name for f in fields if f"\n        {f.name}: " not in attributes] == []
-    assert dataclasses.is_dataclass(report_type) and report_type.__dataclass_params__.frozen
+    assert dataclasses.is_dataclass(kind) and kind.__dataclass_params__.frozen
 
 
 #: where each typed record's contract is written, inside its report's: (page, the text that opens it)
@@ -106,13 +112,8 @@ RECORD_CONTRACTS = {
 def test_records_fields_are_the_documented_keys(record_type):
     """As for the reports: each record's fields are its documented keys in order, the optional
     ones those marked ``?``, each described in its Attributes; it is frozen, and a `Record`."""
-    keys, optional = documented_keys(*RECORD_CONTRACTS[record_type])
-    fields = dataclasses.fields(record_type)
-    assert [f.name for f in fields if not f.metadata.get("optional")] == keys
-    assert [f.name for f in fields if f.metadata.get("optional")] == optional
-    attributes = record_type.__doc__.split("Attributes:")[1]
-    assert [f.name for f in fields if f"\n        {f.name}: " not in attributes] == []
-    assert issubclass(record_type, Record) and record_type.__dataclass_params__.frozen
+    assert_fields_documented(record_type, RECORD_CONTRACTS[record_type])
+    assert issubclass(record_type, Record)
 
 
 def test_a_checked_sweep_s_points_are_records_read_by_attribute_and_by_key():

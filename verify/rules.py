@@ -125,6 +125,15 @@ def aligned_winner(t_halves: dict[str, float]) -> tuple[str | None, float | None
     return finite[0][1], (finite[1][0] - finite[0][0]) / finite[0][0]
 
 
+def _why_undecided(aligned: bool, nearest: str | None, networks: list[dict[str, Any]]) -> str:
+    """Why `predicted_follows` names no network, the first reason that applies."""
+    if not aligned:
+        return UNDECIDED_NO_ALIGNMENT
+    if nearest is None:  # followed_candidate finds none: no finite curve, or the two best are one
+        return UNDECIDED_TIE if any(math.isfinite(n["max_deviation"]) for n in networks) else UNDECIDED_NOT_FINITE
+    return UNDECIDED_MARGIN
+
+
 def finite_crossings(ts, curves, fraction: float) -> np.ndarray:
     """``crossing_time`` row by row on the finite part of sampled curves ``(rows, samples)``: NaN
     where a row is not finite and positive at the start, or not finite before it reaches
@@ -270,12 +279,6 @@ def predicted_follows(
         "nearest": nearest,
         "margin": margin,
         "decided": decided,
-        "why_undecided": None
-        if decided
-        else UNDECIDED_NO_ALIGNMENT
-        if not aligned
-        else (UNDECIDED_TIE if any(math.isfinite(n["max_deviation"]) for n in networks) else UNDECIDED_NOT_FINITE)
-        if nearest is None
-        else UNDECIDED_MARGIN,
+        "why_undecided": None if decided else _why_undecided(aligned, nearest, networks),
         "deviations": {n["name"]: finite_or_none(n["max_deviation"]) for n in networks},
     }

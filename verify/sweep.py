@@ -605,7 +605,7 @@ def _theory_stage(
     # kept by a run that was stopped while training, or by the slices of a job array
     step = Stages("sweep", 1 + bool(check))
     step(f"the theory at {plural(grid.size, 'point')} read back from the cache")
-    return replace(theory, seconds=None), {width: _models_at_width(task, base, width) for width in widths}, step
+    return theory, {width: _models_at_width(task, base, width) for width in widths}, step  # its seconds None
 
 
 def _points(task: Task, grid: SweepGrid, ok: np.ndarray, theory: GridTheory) -> list[dict[str, Any]]:

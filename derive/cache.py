@@ -703,6 +703,48 @@ def write_sealed(path: Path, label: str, data: bytes) -> bool:
     return _atomic_write(path, partial(_write_bytes, sealed(label, data)))
 
 
+@contextlib.contextmanager
+def exclusive(path: Path, waiting: Callable[[], None] | None = None):
+    """Hold an exclusive lock on the file ``path`` (made if missing) for the ``with`` block, so
+    that processes sharing the cache folder do one piece of work once: the others wait here and
+    then read back what the holder wrote. ``waiting`` is called once if another process holds it.
+    The kernel releases the lock when its holder ends, killed or not, so a lost holder never
+    blocks the others. Where no lock can be taken (the disk cache off, a file system without
+    locks, a system without ``fcntl``, something other than a regular file at ``path``) the
+    block runs unlocked: the work is then done twice, never wrongly."""
+    try:
+        import fcntl
+    except ImportError:  # not POSIX
+        yield
+        return
+    handle = None
+    if cache_root() is not None:
+        with contextlib.suppress(OSError):
+            _make_folders(path.parent)
+            flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+            handle = os.open(path, flags, 0o600)
+            if not stat.S_ISREG(os.fstat(handle).st_mode):
+                os.close(handle)
+                handle = None
+    try:
+        if handle is not None:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                if waiting is not None:
+                    waiting()
+                try:
+                    fcntl.flock(handle, fcntl.LOCK_EX)
+                except OSError:  # no locks on this file system after all
+                    pass
+            except OSError:  # no locks on this file system (ENOLCK, EOPNOTSUPP)
+                pass
+        yield
+    finally:
+        if handle is not None:
+            os.close(handle)  # releases the lock
+
+
 #: how every file of the cache (and the key) is opened: never blocking (a named pipe or a
 #: device in an entry's place opens at once, and is then refused as not a regular file)
 _READ_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)

@@ -137,6 +137,8 @@ def test_three_concurrent_slices_assemble_to_the_single_run(tmp_path, uninterrup
         f"gdln: slice {k}/3: 1" for k in (1, 2, 3)
     ]
     assert len(_points(tmp_path)) == 3 and len(_theories(tmp_path)) == 1  # each slice's theory the same
+    # one slice computed the theory; the others waited for it (or came after) and read it back
+    assert sum("theory at 4 points read back from the cache" not in err for _, err in said) == 1
     report, err = _sweep(tmp_path, "--json")
     assert _resumed(err) == (3, 3) and report["timing"]["theory_resumed"]
     assert _without_timing(report) == uninterrupted
@@ -232,6 +234,59 @@ def test_a_grid_s_theory_is_kept_whole_and_read_back_exactly(xor_task, cache_in)
     task = xor_task.with_training(learning_rate=0.02)
     other = sweep_store.TheoryStore(PointStore(task, sweep_grid(task, [parse_axis("Delta=0.5:2:3", task)], {}), False))
     assert other.key != store.key and other.read() is None
+
+
+#: a process holding the theory lock until it is killed
+_HOLDER = """
+import fcntl, os, sys, time
+handle = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o600)
+fcntl.flock(handle, fcntl.LOCK_EX)
+print("held", flush=True)
+time.sleep(3600)
+"""
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="no fcntl locks")
+def test_a_process_waits_for_the_theory_lock_until_its_holder_is_gone(cache_in):
+    """Slices started at once compute the grid's theory once: while another process holds the
+    lock, one that asks for it says it waits and does not enter; once the holder is killed (the
+    kernel releases its lock), it enters. Ordered by events, not by a clock."""
+    import threading
+
+    path = cache_in / cache.POINTS / "theory-test.lock"
+    path.parent.mkdir(mode=0o700)
+    holder = subprocess.Popen([sys.executable, "-c", _HOLDER, str(path)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        told, entered = threading.Event(), threading.Event()
+
+        def take() -> None:
+            with cache.exclusive(path, waiting=told.set):
+                entered.set()
+
+        taker = threading.Thread(target=take, daemon=True)
+        taker.start()
+        assert told.wait(HANG_SECONDS) and not entered.is_set()
+    finally:
+        holder.kill()
+        holder.wait()
+    taker.join(HANG_SECONDS)
+    assert entered.is_set()
+    told.clear()
+    with cache.exclusive(path, waiting=told.set):  # free now: taken at once
+        assert not told.is_set()
+
+
+def test_the_theory_lock_is_nothing_without_the_disk_cache(tmp_path):
+    previous = cache.cache_root()
+    cache.disable()
+    try:
+        with cache.exclusive(tmp_path / "theory.lock", waiting=lambda: pytest.fail("waited")):
+            pass
+        assert not (tmp_path / "theory.lock").exists()
+    finally:
+        if previous is not None:
+            cache.enable(previous)
 
 
 def test_slices_balance_the_cost_and_cover_every_point_once():

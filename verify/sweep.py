@@ -595,15 +595,24 @@ def _theory_stage(
     then ``None``), else computed (`_grid_theory`) and kept; the predictions of each width; and
     the sweep's stages, the training's still to come."""
     theories = TheoryStore(PointStore(task, grid, agf))  # off with the disk cache
+    waited: list[Stages] = []
+
+    def wait() -> None:
+        waited.append(Stages("sweep", 2 + bool(check)))
+        waited[0]("waiting for another process on this cache folder computing the grid's theory")
+
     theory = theories.read()
     if theory is None:
-        step = Stages("sweep", 2 * len(widths) + bool(check))
-        groups: dict[int, TaskPredictions] = {}
-        theory = _grid_theory(task, base, grid, ok, data, widths, groups, step, started)
-        theories.write(replace(theory, seconds=None))  # the seconds are the run's that computes it
-        return theory, groups, step
-    # kept by a run that was stopped while training, or by the slices of a job array
-    step = Stages("sweep", 1 + bool(check))
+        with theories.computing(wait):  # slices started at once compute it once
+            theory = theories.read()  # written by the process this one waited for
+            if theory is None:
+                step = Stages("sweep", 2 * len(widths) + bool(check))
+                groups: dict[int, TaskPredictions] = {}
+                theory = _grid_theory(task, base, grid, ok, data, widths, groups, step, started)
+                theories.write(replace(theory, seconds=None))  # the seconds are the run's that computes it
+                return theory, groups, step
+    # kept by a run that was stopped while training, or by a slice of a job array
+    step = waited[0] if waited else Stages("sweep", 1 + bool(check))
     step(f"the theory at {plural(grid.size, 'point')} read back from the cache")
     return theory, {width: _models_at_width(task, base, width) for width in widths}, step  # its seconds None
 

@@ -12,8 +12,9 @@ reads back the points that are there and trains the rest; the answer is the same
 because a point's training does not depend on the points trained beside it (JSON writes every
 float exactly).
 
-A slice of ``N`` (``--shard I/N``) computes the theory at every point, as every run does, so
-that it chooses the same checked points; then trains only its share of them
+A slice of ``N`` (``--shard I/N``) needs the theory at every point, as every run does, so
+that it chooses the same checked points; slices sharing a cache folder compute it once, under a
+lock (:meth:`TheoryStore.computing`), the others reading it back; then each trains only its share of them
 (:func:`slice_rows`) and writes them. A run without a slice on the same cache folder then reads
 all of them back and trains whatever is missing. Slices may run at once on one cache folder:
 each point is trained by one slice, and two processes writing the same entry write the same
@@ -25,7 +26,8 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
@@ -289,6 +291,15 @@ class TheoryStore:
             return GridTheory.from_json(json.loads(data))
         except (ValueError, KeyError, TypeError):  # sealed, but of another form
             return None
+
+    def computing(self, waiting: Callable[[], None]) -> AbstractContextManager[None]:
+        """Hold the grid's theory lock while computing the theory: of the slices of a job array
+        started at once on one cache folder, one computes it and the others wait (``waiting`` is
+        called once), then read it back. In a run of several processes, or without the disk cache,
+        nothing is held (each process computes its own)."""
+        if self.root is None or jax.process_count() > 1:
+            return nullcontext()
+        return cache.exclusive(self.root / cache.POINTS / f"theory-{self.key}.lock", waiting)
 
     def write(self, theory: GridTheory) -> None:
         """Keep ``theory``, whole or not at all."""

@@ -95,6 +95,38 @@ def elbow(ks: Sequence[int], errors: Sequence[float]) -> int | None:
     return min(int(knee), first_flat)
 
 
+def _found_error(task: Task, network: Network, alignment, learning_rate: float, vector, ts, relu_mean) -> float:
+    """The mean squared error between the trained ReLU network's loss and the found GDLN's: the
+    exact reduced flow, every pathway started from the units nearest its gate at the end of the
+    alignment phase, stepped as gradient descent (no training); a network of no pathway keeps
+    its initial loss."""
+    if not network.pathways:
+        return float(np.mean((relu_mean - relu_mean[0]) ** 2))
+    prediction = Prediction(NetworkDerivation(task, network), kind=REDUCED_FLOW)
+    curve = prediction.aligned_loss_curve(ts, alignment, learning_rate, vector, time=GRADIENT_DESCENT)
+    return float(np.mean((relu_mean - np.asarray(curve)) ** 2))
+
+
+def _cluster_entry(k: int, clustering, network: Network, error: float, inputs: np.ndarray, units: int) -> dict:
+    """The report's entry of one ``k``: each found pattern's gates, centroid, units and whether
+    it is realizable; the found GDLN's pathways, its error and the clustering's inertia."""
+    return {
+        "k": k,
+        "patterns": [
+            {
+                "gates": [int(g) for g in gates],
+                "centroid": [float(c) for c in centroid],
+                "units": float(share * units),
+                "realizable": bool(realizable(inputs, np.flatnonzero(gates))[0]) if gates.any() else None,
+            }
+            for gates, centroid, share in zip(clustering.gates, clustering.centroids, clustering.share)
+        ],
+        "pathways": len(network.pathways),
+        "mse": error,
+        "inertia": clustering.inertia,
+    }
+
+
 def find_gates_report(
     task: Task,
     overrides: Mapping[str, float] | None = None,
@@ -138,35 +170,9 @@ def find_gates_report(
     for k in cluster_counts:
         step(f"k-means with k = {k}, and the found GDLN's loss")
         clustering = cluster_rows(rows, counts, k)
-        network = found_network(clustering, training.hidden_units, task.num_inputs, task.num_outputs, f"found-{k}")
-        networks[k] = network
-        if network.pathways:
-            # the exact reduced flow of the found GDLN, every pathway started from the units nearest
-            # its gate at the end of the alignment phase, stepped as gradient descent: no training
-            prediction = Prediction(NetworkDerivation(task, network), kind=REDUCED_FLOW)
-            curve = prediction.aligned_loss_curve(ts, alignment, training.learning_rate, vector, time=GRADIENT_DESCENT)
-            error = float(np.mean((relu_mean - np.asarray(curve)) ** 2))
-        else:
-            error = float(np.mean((relu_mean - relu_mean[0]) ** 2))  # no pathway: the loss stays put
-        entries.append(
-            {
-                "k": k,
-                "patterns": [
-                    {
-                        "gates": [int(g) for g in gates],
-                        "centroid": [float(c) for c in centroid],
-                        "units": float(share * training.hidden_units),
-                        "realizable": bool(realizable(np.asarray(inputs), np.flatnonzero(gates))[0])
-                        if gates.any()
-                        else None,
-                    }
-                    for gates, centroid, share in zip(clustering.gates, clustering.centroids, clustering.share)
-                ],
-                "pathways": len(network.pathways),
-                "mse": error,
-                "inertia": clustering.inertia,
-            }
-        )
+        networks[k] = found_network(clustering, training.hidden_units, task.num_inputs, task.num_outputs, f"found-{k}")
+        error = _found_error(task, networks[k], alignment, training.learning_rate, vector, ts, relu_mean)
+        entries.append(_cluster_entry(k, clustering, networks[k], error, np.asarray(inputs), training.hidden_units))
     step.close()
     ks = [e["k"] for e in entries]
     chosen = elbow(ks, [e["mse"] for e in entries])

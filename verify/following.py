@@ -5,9 +5,11 @@ candidates' predictions beside it, and which one it follows.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from jax import Array
 
 from gdln.derive.derivation import NetworkDerivation
 from gdln.derive.errors import SpecError
@@ -253,9 +255,132 @@ def check_prediction_models(task: Task, initial_conditions: str, time_model: str
 #: confidence for a normal spread); closer than that, other seeds could reverse the order
 
 
+@dataclass(frozen=True)
+class _Theory:
+    """What `verify_report` predicts before training, from the runs' initial weights alone.
+
+    Attributes:
+        ts: the epochs of the curves (every ``stride``-th of the run's).
+        predictors: each candidate's prediction engine, by name (the aligned GDLN's too).
+        predictions: each candidate's predicted loss curve at ``ts``, by name.
+        extra: the candidates the theory adds (the aligned GDLN, with ``alignment``).
+        alignment: the runs' alignment phase, or ``None`` from other initial conditions.
+        predicted_validity: the theory's verdict on where it holds (with ``alignment``).
+        predicted_follows: the candidate predicted to be followed (with ``alignment``).
+        agf: the Alternating Gradient Flows model (with ``agf``), else ``None``."""
+
+    ts: Array
+    predictors: dict[str, Prediction]
+    predictions: dict[str, np.ndarray]
+    extra: tuple[Network, ...]
+    alignment: Alignment | None
+    predicted_validity: dict | None
+    predicted_follows: dict | None
+    agf: dict | None
+
+
+def _predict(
+    models: TaskPredictions,
+    values: Mapping,
+    training,
+    stride: int,
+    initial_conditions: str,
+    time_model: str,
+    agf: bool,
+    step: Stages,
+) -> _Theory:
+    """Every prediction of `verify_report`, made from the runs' initial weights before any
+    training: the alignment phase (with ``alignment``), each candidate's curve, the predicted
+    validity and followed candidate, and the AGF model (with ``agf``)."""
+    initial = relu_initial_weights(models.task, training)
+    ts = epoch_grid(training.epochs, stride)
+    alignment: Alignment | None = None
+    extra: tuple[Network, ...] = ()
+    if initial_conditions == ALIGNMENT:
+        step("alignment phase of the ReLU runs")
+        alignment = relu_alignment(models, initial, values, training)
+        extra = (aligned_candidate(models, alignment),)
+    step("predictions from the initial weights")
+    predictors = candidate_predictions(models, extra)
+    predictions = predicted_relu_curves(
+        models,
+        predictors,
+        initial,
+        values,
+        training,
+        ts,
+        initial_conditions=initial_conditions,
+        time_model=time_model,
+        alignment=alignment,
+    )
+    predicted = follows = None
+    if alignment is not None:
+        predicted = alignment_validity(models, alignment, values, training)
+        candidates = {name: curve for name, curve in predictions.items() if name not in {n.name for n in extra}}
+        follows = rules.predicted_follows(candidates, predictions[extra[0].name], alignment.epochs)
+    agf_model = None
+    if agf:
+        step("the alternating gradient flows model from the initial weights")
+        agf_model = agf_prediction(models, initial, values, training, stride)
+    return _Theory(ts, predictors, predictions, extra, alignment, predicted, follows, agf_model)
+
+
+def _network_entries(theory: _Theory, relu: np.ndarray) -> list[dict[str, Any]]:
+    """Each candidate's prediction against the trained curve ``relu``: deviations, times to
+    half, its dynamics, whether the theory added it, and whether it is within validity."""
+    from_alignment = {n.name for n in theory.extra}
+    networks: list[dict[str, Any]] = [
+        {
+            "name": name,
+            **deviations(curve, relu),
+            "t_half_predicted": finite_crossing(theory.ts, curve, 0.5),
+            "t_half_relu": finite_crossing(theory.ts, relu, 0.5),
+            "dynamics": theory.predictors[name].kind,
+            "from_alignment": name in from_alignment,
+        }
+        for name, curve in theory.predictions.items()
+    ]
+    for network in networks:  # every level of the theory judged by the one threshold
+        network["within_validity"] = within_validity(network["max_deviation"])
+    return networks
+
+
+def _divergence_notes(theory: _Theory, relu: np.ndarray, follow_notes: list[str]) -> list[str]:
+    """The report's notes: a diverged training run or prediction, then why none is followed
+    (``follow_notes``), then a diverged AGF model."""
+    ts = theory.ts
+    notes = [divergence_note("ReLU network", ts, relu, " (gradient descent diverged or overflowed)")]
+    notes += [divergence_note(f"prediction of {name}", ts, curve) for name, curve in theory.predictions.items()]
+    notes += follow_notes
+    if theory.agf is not None:
+        notes.append(divergence_note("prediction of the AGF model", ts, theory.agf["curve"]))
+    return [note for note in notes if note]
+
+
+def _representations(
+    task: Task,
+    models: TaskPredictions,
+    values: Mapping,
+    run,
+    follows: str | None,
+    at_point,
+    epochs,
+    representations: bool,
+) -> dict[str, Any]:
+    """On a context task: the census of the trained ReLU network's hidden units and, with
+    ``representations``, the MDS comparison with the followed candidate trained as a GDLN."""
+    inputs, _ = models.dataset(parameter_vector(models.task, values))
+    entries: dict[str, Any] = {"census": gate_census(task, inputs, *run.final)}
+    if representations and follows is not None:
+        reln, _, _ = train_network(models.task, follows, at_point, 1, epochs, models)
+        entries["mds"] = {"network": follows, **mds_comparison(*hidden_layers(task, run, reln, follows, inputs))}
+    return entries
+
+
 def verify_report(
     task: Task,
     overrides: Mapping[str, float] | None = None,
+    *,
     seeds: int | None = None,
     epochs: int | None = None,
     models: TaskPredictions | None = None,
@@ -304,73 +429,16 @@ def verify_report(
     check_values(models.task, None, models)
     training = training_settings(task, seeds, epochs)
     check_training_size(task, training, "relu")
-    initial = relu_initial_weights(task, training)
     stride = theory_stride(training.epochs)
-    ts = epoch_grid(training.epochs, stride)
-    alignment: Alignment | None = None
-    extra: tuple[Network, ...] = ()
     step = Stages("verify", 2 + (initial_conditions == ALIGNMENT) + agf + (task.contexts is not None))
-    if initial_conditions == ALIGNMENT:
-        step("alignment phase of the ReLU runs")
-        alignment = relu_alignment(models, initial, values, training)
-        extra = (aligned_candidate(models, alignment),)
-    # the predictions are made from the initial weights alone, before the network is trained
-    step("predictions from the initial weights")
-    predictors = candidate_predictions(models, extra)
-    predictions = predicted_relu_curves(
-        models,
-        predictors,
-        initial,
-        values,
-        training,
-        ts,
-        initial_conditions=initial_conditions,
-        time_model=time_model,
-        alignment=alignment,
-    )
-    predicted = None if alignment is None else alignment_validity(models, alignment, values, training)
-    follows_predicted = (
-        None
-        if alignment is None
-        else rules.predicted_follows(
-            {name: curve for name, curve in predictions.items() if name not in {n.name for n in extra}},
-            predictions[extra[0].name],
-            alignment.epochs,
-        )
-    )
-    agf_model = None
-    if agf:
-        step("the alternating gradient flows model from the initial weights")
-        agf_model = agf_prediction(models, initial, values, training, stride)
+    theory = _predict(models, values, training, stride, initial_conditions, time_model, agf, step)
     step(f"training the ReLU network ({plural(training.seeds, 'seed')})")
     # the point's values on the task in use (none left where it is derived at the point)
     at_point = {symbol.name: value for symbol, value in values.items()}
     run, _, _ = train_network(models.task, "relu", at_point, seeds, epochs, models)
     relu = np.mean(np.asarray(run.losses), axis=0)[::stride]
-    from_alignment = {n.name for n in extra}
-    networks: list[dict[str, Any]] = [
-        {
-            "name": name,
-            **deviations(curve, relu),
-            "t_half_predicted": finite_crossing(ts, curve, 0.5),
-            "t_half_relu": finite_crossing(ts, relu, 0.5),
-            "dynamics": predictors[name].kind,
-            "from_alignment": name in from_alignment,
-        }
-        for name, curve in predictions.items()
-    ]
-    for network in networks:  # every level of the theory judged by the one threshold
-        network["within_validity"] = within_validity(network["max_deviation"])
-    notes = [
-        note
-        for note in [divergence_note("ReLU network", ts, relu, " (gradient descent diverged or overflowed)")]
-        if note
-    ]
-    notes += [
-        note for name, curve in predictions.items() if (note := divergence_note(f"prediction of {name}", ts, curve))
-    ]
-    follows, follow_notes = followed_candidate(networks)
-    notes += follow_notes
+    networks = _network_entries(theory, relu)
+    follows, notes = followed_candidate(networks)
     report: dict[str, Any] = {
         "parameters": parameter_entry(point),
         "seeds": training.seeds,
@@ -383,23 +451,17 @@ def verify_report(
         "within_validity": next((n["within_validity"] for n in networks if n["name"] == follows), None),
         "networks": networks,
     }
-    if alignment is not None:
-        report["alignment"] = alignment_entry(alignment, [*task.networks, *extra])
-        report["predicted_validity"] = predicted
-        report["predicted_follows"] = follows_predicted
-    if agf_model is not None:
-        report["agf"] = agf_entry(agf_model, ts, relu)
-        if note := divergence_note("prediction of the AGF model", ts, agf_model["curve"]):
-            notes.append(note)
-    if notes:
+    if theory.alignment is not None:
+        report["alignment"] = alignment_entry(theory.alignment, [*task.networks, *theory.extra])
+        report["predicted_validity"] = theory.predicted_validity
+        report["predicted_follows"] = theory.predicted_follows
+    if theory.agf is not None:
+        report["agf"] = agf_entry(theory.agf, theory.ts, relu)
+    if notes := _divergence_notes(theory, relu, notes):
         report["notes"] = notes
     if task.contexts is not None:
         step("census of the hidden units, and the followed candidate's representations")
-        inputs, _ = models.dataset(parameter_vector(models.task, values))
-        report["census"] = gate_census(task, inputs, *run.final)
-        if representations and follows is not None:
-            reln, _, _ = train_network(models.task, follows, at_point, 1, epochs, models)
-            report["mds"] = {"network": follows, **mds_comparison(*hidden_layers(task, run, reln, follows, inputs))}
+        report |= _representations(task, models, values, run, follows, at_point, epochs, representations)
     if exceptional_point is not None:
         report["exceptional_point"] = exceptional_point
     step.close()

@@ -74,15 +74,8 @@ def self_consistent(inputs: np.ndarray, correlation: np.ndarray, pattern: tuple[
     return tuple(pattern) in (on, off)
 
 
-def search_networks(
-    task: Task, overrides: Mapping[str, float] | None, max_pathways: int, patterns: str = "all"
-) -> tuple[tuple[Network, ...], dict[str, Any]]:
-    """The networks the search races (one per orbit) and the search's account of itself.
-
-    ``patterns`` is ``"all"`` (every realizable pattern), ``"contexts"`` (the realizable unions
-    of whole contexts, ``data.contexts``: the patterns of the paper's candidates) or
-    ``"self-consistent"`` (the patterns :func:`self_consistent` keeps: those the alignment phase
-    reaches, with a repeated leading singular value kept too and reported)."""
+def _check_search(task: Task, max_pathways: int, patterns: str) -> None:
+    """One-line errors for a search the task cannot run."""
     if patterns not in PATTERN_SETS:
         raise SpecError(task.source, "--patterns", f"expected one of {', '.join(PATTERN_SETS)}, got {patterns!r}")
     if patterns == "contexts" and task.contexts is None:
@@ -97,26 +90,26 @@ def search_networks(
             f"the search enumerates gate patterns of at most {MAX_LEMMA_DATAPOINTS} datapoints, got {count} "
             "(--patterns contexts has no such limit)",
         )
-    values = task.values(overrides)
-    inputs, targets = (np.asarray(a) for a in NumericDataset(task)([float(values[p]) for p in task.parameters]))
+
+
+def _gate_sets(task: Task, patterns: str) -> list[tuple[int, ...]]:
+    """The gate patterns the search considers: every nonempty set of datapoints, or with
+    ``contexts`` every union of whole contexts."""
     if patterns == "contexts":
         labels = sorted(set(task.contexts or ()))
-        gates = [
+        return [
             tuple(n for n, c in enumerate(task.contexts or ()) if c in chosen)
             for size in range(1, len(labels) + 1)
             for chosen in combinations(labels, size)
         ]
-    else:
-        gates = [tuple(k for k, b in enumerate(bits) if b) for bits in product((0, 1), repeat=count) if any(bits)]
-    found = [g for g in gates if realizable(inputs, frozenset(g))[0]]
-    correlations = {p: targets[list(p)].T @ inputs[list(p)] / count for p in found}
-    consistent = {p: self_consistent(inputs, correlations[p], p) for p in found}
-    if patterns == "self-consistent":
-        found = [p for p in found if consistent[p] is not False]
-    speed = {p: float(np.linalg.norm(correlations[p], 2)) if correlations[p].size else 0.0 for p in found}
-    scale = max(speed.values(), default=0.0)
-    driven = [p for p in found if speed[p] > SPEED_TOLERANCE * max(scale, 1.0)]
-    leaders = {p for p in driven if speed[p] >= scale * (1 - SPEED_TOLERANCE)}
+    count = task.num_datapoints
+    return [tuple(k for k, b in enumerate(bits) if b) for bits in product((0, 1), repeat=count) if any(bits)]
+
+
+def _violations(driven: list, correlations: Mapping, speed: Mapping) -> tuple[list, list]:
+    """The pairs of driven patterns that break Perron-Frobenius monotonicity (a pattern inside a
+    nonnegative one yet faster), and the interlacing checks that fail (a pathway that loses one
+    input or one output never gains a singular value): both empty where the theory holds."""
     violations = [
         [list(a), list(b)]
         for a in driven
@@ -125,14 +118,6 @@ def search_networks(
         and np.all(correlations[b] >= -SPEED_TOLERANCE)
         and speed[a] > speed[b] * (1 + SPEED_TOLERANCE)
     ]
-    total = sum(comb(len(driven), size) for size in range(1, max_pathways + 1))
-    if total > MAX_CANDIDATES:
-        raise SpecError(
-            task.source,
-            "--max-pathways",
-            f"{total} candidate networks of {len(driven)} patterns (at most {MAX_CANDIDATES}); lower --max-pathways",
-        )
-    # interlacing: a pathway that loses one input or one output never gains a singular value
     interlacing = [
         [list(p), side, k]
         for p in driven
@@ -141,9 +126,23 @@ def search_networks(
         if correlations[p].shape[axis] > 1
         and float(np.linalg.norm(np.delete(correlations[p], k, axis=axis), 2)) > speed[p] * (1 + SPEED_TOLERANCE)
     ]
-    group = automorphisms(task)
-    units = task.training.hidden_units
-    moves = _pattern_moves(driven, group)
+    return violations, interlacing
+
+
+def _orbits(
+    task: Task, driven: list, leaders: set, max_pathways: int
+) -> tuple[dict[tuple[int, int], list[tuple[tuple[int, ...], ...]]], int, int]:
+    """The candidate networks of up to ``max_pathways`` driven patterns that contain a leader,
+    grouped into orbits under the data's symmetries; with how many were considered and how many
+    were pruned for having no leader."""
+    total = sum(comb(len(driven), size) for size in range(1, max_pathways + 1))
+    if total > MAX_CANDIDATES:
+        raise SpecError(
+            task.source,
+            "--max-pathways",
+            f"{total} candidate networks of {len(driven)} patterns (at most {MAX_CANDIDATES}); lower --max-pathways",
+        )
+    moves = _pattern_moves(driven, automorphisms(task))
     leading = np.array([p in leaders for p in driven])
     orbits: dict[tuple[int, int], list[tuple[tuple[int, ...], ...]]] = {}
     considered = without_leader = 0
@@ -161,6 +160,35 @@ def search_networks(
             "--max-pathways",
             f"{len(orbits)} orbits of candidate networks to race (at most {MAX_RACED_NETWORKS}); lower --max-pathways",
         )
+    return orbits, considered, without_leader
+
+
+def search_networks(
+    task: Task, overrides: Mapping[str, float] | None, max_pathways: int, patterns: str = "all"
+) -> tuple[tuple[Network, ...], dict[str, Any]]:
+    """The networks the search races (one per orbit) and the search's account of itself.
+
+    ``patterns`` is ``"all"`` (every realizable pattern), ``"contexts"`` (the realizable unions
+    of whole contexts, ``data.contexts``: the patterns of the paper's candidates) or
+    ``"self-consistent"`` (the patterns :func:`self_consistent` keeps: those the alignment phase
+    reaches, with a repeated leading singular value kept too and reported)."""
+    _check_search(task, max_pathways, patterns)
+    count = task.num_datapoints
+    values = task.values(overrides)
+    inputs, targets = (np.asarray(a) for a in NumericDataset(task)([float(values[p]) for p in task.parameters]))
+    gates = _gate_sets(task, patterns)
+    found = [g for g in gates if realizable(inputs, frozenset(g))[0]]
+    correlations = {p: targets[list(p)].T @ inputs[list(p)] / count for p in found}
+    consistent = {p: self_consistent(inputs, correlations[p], p) for p in found}
+    if patterns == "self-consistent":
+        found = [p for p in found if consistent[p] is not False]
+    speed = {p: float(np.linalg.norm(correlations[p], 2)) if correlations[p].size else 0.0 for p in found}
+    scale = max(speed.values(), default=0.0)
+    driven = [p for p in found if speed[p] > SPEED_TOLERANCE * max(scale, 1.0)]
+    leaders = {p for p in driven if speed[p] >= scale * (1 - SPEED_TOLERANCE)}
+    orbits, considered, without_leader = _orbits(task, driven, leaders, max_pathways)
+    violations, interlacing = _violations(driven, correlations, speed)
+    units = task.training.hidden_units
     networks = tuple(
         search_network(f"search-{k + 1}", members[0], task, units) for k, members in enumerate(orbits.values())
     )

@@ -244,6 +244,42 @@ def loss_expression(derivation: NetworkDerivation) -> sympy.Expr:
     return derivation.loss if derivation.loss is not None else derivation.loss_in_strengths
 
 
+def _pathway_entries(
+    task: Task, derivation: NetworkDerivation, values: Mapping, summary: bool, flow: bool
+) -> list[dict[str, Any]]:
+    """Each pathway's entry: its gate, shape, rank, depth and mode classes; unless ``summary``,
+    its effective correlations, singular values, input variances, ODEs (none where the reduced
+    flow is the system exported) and closed forms."""
+    closed = derivation.closed_forms
+    pathways = []
+    position = 0
+    for p, pathway_derivation in enumerate(derivation.pathways):
+        count = len(pathway_derivation.modes)
+        entry = {
+            "name": pathway_derivation.name,
+            "active": list(pathway_derivation.pathway.active),
+            "gate": gate_description(task, pathway_derivation.pathway.active),
+            "shape": list(pathway_derivation.sigma_yx.shape),
+            "rank": count,
+            "depth": pathway_derivation.pathway.depth,
+            "classes": _class_entries(derivation, p, values),
+        }
+        if not summary:
+            rates = derivation.rates[position : position + count]
+            closed_forms = None if closed is None else closed[position : position + count]
+            entry |= {
+                "sigma_yx": as_text(pathway_derivation.sigma_yx),
+                "sigma_x": as_text(pathway_derivation.sigma_x),
+                "singular_values": [value_entry(m.s, values) for m in pathway_derivation.modes],
+                "input_variances": [value_entry(m.d, values) for m in pathway_derivation.modes],
+                "odes": None if flow else [as_text(r) for r in rates],
+                "closed_form": None if closed_forms is None else [as_text(c) for c in closed_forms],
+            }
+        pathways.append(entry)
+        position += count
+    return pathways
+
+
 def derive_report(
     task: Task,
     network: str,
@@ -276,33 +312,7 @@ def derive_report(
     derivation = models.derivation(task.network(network).name)
     # where the race integrates the reduced flow, that flow is the system exported
     flow = models.prediction(derivation.network.name).kind == REDUCED_FLOW
-    closed = derivation.closed_forms
-    pathways = []
-    position = 0
-    for p, pathway_derivation in enumerate(derivation.pathways):
-        count = len(pathway_derivation.modes)
-        entry = {
-            "name": pathway_derivation.name,
-            "active": list(pathway_derivation.pathway.active),
-            "gate": gate_description(task, pathway_derivation.pathway.active),
-            "shape": list(pathway_derivation.sigma_yx.shape),
-            "rank": count,
-            "depth": pathway_derivation.pathway.depth,
-            "classes": _class_entries(derivation, p, values),
-        }
-        if not summary:
-            rates = derivation.rates[position : position + count]
-            closed_forms = None if closed is None else closed[position : position + count]
-            entry |= {
-                "sigma_yx": as_text(pathway_derivation.sigma_yx),
-                "sigma_x": as_text(pathway_derivation.sigma_x),
-                "singular_values": [value_entry(m.s, values) for m in pathway_derivation.modes],
-                "input_variances": [value_entry(m.d, values) for m in pathway_derivation.modes],
-                "odes": None if flow else [as_text(r) for r in rates],
-                "closed_form": None if closed_forms is None else [as_text(c) for c in closed_forms],
-            }
-        pathways.append(entry)
-        position += count
+    pathways = _pathway_entries(task, derivation, values, summary, flow)
     crossing, not_derived = crossovers_with_others(models, derivation.network.name, values)
     named = coupling_number_entries(derivation, values, summary)
     loss = {"closed_form": derivation.loss is not None, "initial": value_entry(derivation.initial_loss, values)}

@@ -91,6 +91,56 @@ def _top_singular_values(matrix: np.ndarray, count: int) -> np.ndarray:
     return np.linalg.svd(matrix, compute_uv=False)[:count]
 
 
+def _graph_entry(task: Task, name: str, flow: SharedFlow, data, training, curves: bool) -> dict[str, Any]:
+    """One graph network's theory (the shared-edge descent from the balanced state) against the
+    network trained from decoupled weights and from small random weights (one run per seed)."""
+    inputs, targets = data
+    network = task.network(name)
+    assert network.graph is not None or not network.shared
+    layout = graph_layout(flow.graph, task.num_datapoints)
+    b0 = flow.balanced_state(training.init_scale)
+    theory, theory_state = flow.descent(b0, training.learning_rate, training.epochs)
+    decoupled = train_graph(
+        inputs,
+        targets,
+        layout,
+        training.learning_rate,
+        training.epochs,
+        initial=[w[None] for w in flow.decoupled_weights(b0)],
+    )
+    random = train_graph(
+        inputs,
+        targets,
+        layout,
+        training.learning_rate,
+        training.epochs,
+        init_scale=training.init_scale,
+        seeds=list(range(training.seeds)),
+    )
+    decoupled_losses = np.asarray(decoupled.losses[0])
+    random_losses = np.asarray(random.losses)
+    entry: dict[str, Any] = {
+        "name": name,
+        "theory": {key: _crossing(theory, level) for key, level in LEVELS.items()},
+        "trained": {key: [_crossing(run, level) for run in random_losses] for key, level in LEVELS.items()},
+        "max_deviation_decoupled": float(np.max(np.abs(theory - decoupled_losses)) / theory[0]),
+        "max_deviation": [float(np.max(np.abs(theory - run)) / theory[0]) for run in random_losses],
+        "final_loss": {
+            "theory": float(theory[-1] / theory[0]),
+            "trained": [float(r[-1] / r[0]) for r in random_losses],
+        },
+    }
+    if curves:
+        entry["curves"] = {
+            "theory": theory.tolist(),
+            "decoupled": decoupled_losses.tolist(),
+            "random": random_losses.tolist(),
+        }
+    finals = [np.asarray(w) for w in cast(list, random.final)]
+    entry["layer_singular_values"] = _layer_singular_values(flow, finals, theory_state)
+    return entry
+
+
 def graph_verify_report(
     task: Task,
     overrides: Mapping[str, float] | None = None,
@@ -106,53 +156,10 @@ def graph_verify_report(
         check_training_size(task, training, network.name)
     values = task.values(overrides)
     inputs, targets = NumericDataset(task)([values[s] for s in task.parameters])
-    entries = []
-    for name, flow in progress(_flows(task, values).items(), "verify", label=lambda item: item[0]):
-        network = task.network(name)
-        assert network.graph is not None or not network.shared
-        layout = graph_layout(flow.graph, task.num_datapoints)
-        b0 = flow.balanced_state(training.init_scale)
-        theory, theory_state = flow.descent(b0, training.learning_rate, training.epochs)
-        decoupled = train_graph(
-            inputs,
-            targets,
-            layout,
-            training.learning_rate,
-            training.epochs,
-            initial=[w[None] for w in flow.decoupled_weights(b0)],
-        )
-        random = train_graph(
-            inputs,
-            targets,
-            layout,
-            training.learning_rate,
-            training.epochs,
-            init_scale=training.init_scale,
-            seeds=list(range(training.seeds)),
-        )
-        decoupled_losses = np.asarray(decoupled.losses[0])
-        random_losses = np.asarray(random.losses)
-        entry: dict[str, Any] = {
-            "name": name,
-            "theory": {key: _crossing(theory, level) for key, level in LEVELS.items()},
-            "trained": {key: [_crossing(run, level) for run in random_losses] for key, level in LEVELS.items()},
-            "max_deviation_decoupled": float(np.max(np.abs(theory - decoupled_losses)) / theory[0]),
-            "max_deviation": [float(np.max(np.abs(theory - run)) / theory[0]) for run in random_losses],
-            "final_loss": {
-                "theory": float(theory[-1] / theory[0]),
-                "trained": [float(r[-1] / r[0]) for r in random_losses],
-            },
-        }
-        if curves:
-            entry["curves"] = {
-                "theory": theory.tolist(),
-                "decoupled": decoupled_losses.tolist(),
-                "random": random_losses.tolist(),
-            }
-        entry["layer_singular_values"] = _layer_singular_values(
-            flow, [np.asarray(w) for w in cast(list, random.final)], theory_state
-        )
-        entries.append(entry)
+    entries = [
+        _graph_entry(task, name, flow, (inputs, targets), training, curves)
+        for name, flow in progress(_flows(task, values).items(), "verify", label=lambda item: item[0])
+    ]
 
     def by_time(time, final):  # first to 10% of the initial loss; among the rest, the lowest final loss
         return (time is None, time or 0.0, final)
@@ -355,6 +362,24 @@ ZERO_SHOT_INIT_SCALES = (0.01, 0.05, 0.1, 0.2, 0.3)
 ZERO_SHOT_DATA = ("hierarchy", "digits")
 
 
+def _route_errors_trained(
+    task: Task, network: str, learning_rate: float, epochs: int, scale: float, seeds: int, curves: bool
+) -> dict[str, Any]:
+    """``network`` of a routing task trained from random weights (seeds 0..seeds-1): its errors
+    on trained and untrained routes, the cross-domain similarity, with ``curves`` the losses."""
+    inputs, targets = NumericDataset(task)([])
+    graph = task.network(network).graph
+    assert graph is not None  # routing candidates are graphs
+    layout = graph_layout(graph, task.num_datapoints)
+    result = train_graph(inputs, targets, layout, learning_rate, epochs, init_scale=scale, seeds=list(range(seeds)))
+    finals = [np.asarray(w) for w in cast(list, result.final)]
+    found: dict[str, Any] = dict(route_errors(task, network, finals, inputs, targets))
+    found["similarity"] = cross_domain_similarity(task, network, finals, inputs, targets)
+    if curves:
+        found["curves"] = np.asarray(result.losses).tolist()
+    return found
+
+
 def zero_shot_report(
     domains: int,
     trained: Sequence[int] | None = None,
@@ -389,17 +414,7 @@ def zero_shot_report(
     def run(k: int, scale: float) -> dict[str, Any]:
         spec = build(domains, k, init_scale=scale, learning_rate=learning_rate, epochs=epochs)
         task = task_from_dict(spec, source=f"routing ({data}) M={domains} K={k}")
-        inputs, targets = NumericDataset(task)([])
-        graph = task.network(network).graph
-        assert graph is not None  # routing candidates are graphs
-        layout = graph_layout(graph, task.num_datapoints)
-        result = train_graph(inputs, targets, layout, learning_rate, epochs, init_scale=scale, seeds=list(range(seeds)))
-        finals = [np.asarray(w) for w in cast(list, result.final)]
-        found: dict[str, Any] = dict(route_errors(task, network, finals, inputs, targets))
-        found["similarity"] = cross_domain_similarity(task, network, finals, inputs, targets)
-        if curves:
-            found["curves"] = np.asarray(result.losses).tolist()
-        return found
+        return _route_errors_trained(task, network, learning_rate, epochs, scale, seeds, curves)
 
     by_k = [
         {"trained_domains": k, "fraction": k / domains, **run(k, 0.02)}
@@ -429,6 +444,26 @@ def _nearest_the_mean(curves: np.ndarray) -> int:
     return int(np.argmin(np.mean((curves - curves.mean(axis=0)) ** 2, axis=1)))
 
 
+def _deep_relu_gates(x: np.ndarray, final, seeds: list[int]) -> tuple[list[float], list[int], list[int]]:
+    """Per seed, of the two-hidden-layer ReLU network's final weights: the fraction of first-layer
+    units on at every datapoint, how many distinct on-patterns the second-layer units that carry
+    output have, and how many of those one ReLU unit on the inputs could not make."""
+    from .realizability import realizable
+
+    w1, w2, w3 = (np.asarray(w) for w in cast(list, final))
+    first_on, patterns, unrealizable = [], [], []
+    for seed in seeds:
+        layer1 = x @ w1[seed].T
+        first_on.append(float(np.mean(np.all(layer1 > 0, axis=0))))
+        layer2 = np.maximum(layer1, 0) @ w2[seed].T
+        carries = np.linalg.norm(w3[seed], axis=0) > 0.01 * np.linalg.norm(w3[seed], axis=0).max()
+        found = {tuple(np.nonzero(layer2[:, u] > 0)[0]) for u in np.nonzero(carries)[0]}
+        found.discard(())
+        patterns.append(len(found))
+        unrealizable.append(sum(1 for pattern in found if not realizable(x, pattern)[0]))
+    return first_on, patterns, unrealizable
+
+
 def depth_report(task: Task, network: str, seeds: int | None = None, epochs: int | None = None) -> DepthReport:
     """Paper Section 6: a ReLU network with two hidden layers of ``training.hidden_units`` units
     against the GDLN ``network`` (a graph), both trained from random weights over seeds 0..seeds-1.
@@ -439,8 +474,6 @@ def depth_report(task: Task, network: str, seeds: int | None = None, epochs: int
     distinct on-patterns of units that carry output) and how many of those patterns one ReLU
     unit on the inputs could not make (where depth breaks Lemma 4.1)."""
     from gdln.numeric.training import train_deep_relu
-
-    from .realizability import realizable
 
     training = task.with_training(seeds=seeds, epochs=epochs).training
     graph = task.network(network).graph
@@ -466,17 +499,7 @@ def depth_report(task: Task, network: str, seeds: int | None = None, epochs: int
     nearest = {name: _nearest_the_mean(c) for name, c in curves.items()}
     typical = {name: curves[name][nearest[name]] for name in curves}
     x = np.asarray(inputs)
-    w1, w2, w3 = (np.asarray(w) for w in cast(list, relu.final))
-    first_on, patterns, unrealizable = [], [], []
-    for seed in seed_list:
-        layer1 = x @ w1[seed].T
-        first_on.append(float(np.mean(np.all(layer1 > 0, axis=0))))
-        layer2 = np.maximum(layer1, 0) @ w2[seed].T
-        carries = np.linalg.norm(w3[seed], axis=0) > 0.01 * np.linalg.norm(w3[seed], axis=0).max()
-        found = {tuple(np.nonzero(layer2[:, u] > 0)[0]) for u in np.nonzero(carries)[0]}
-        found.discard(())
-        patterns.append(len(found))
-        unrealizable.append(sum(1 for pattern in found if not realizable(x, pattern)[0]))
+    first_on, patterns, unrealizable = _deep_relu_gates(x, relu.final, seed_list)
     return DepthReport.from_json(
         {
             "network": network,

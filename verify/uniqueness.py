@@ -41,6 +41,21 @@ def _margin(first: dict[str, Any], second: dict[str, Any]) -> float | None:
     return (second["final_loss"] - first["final_loss"]) / first["final_loss"]
 
 
+def _orbit_entry(members: list[str], by_name: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """One orbit's entry: its networks, its fastest time to 10% and the spread of its members'
+    (relative: zero where the symmetry is exact), and its least loss at the horizon."""
+    times = [by_name[m]["t_90"] for m in members]
+    finite = [t for t in times if t is not None]
+    return {
+        "networks": members,
+        "t_90": min(finite) if finite else None,
+        "t_90_spread": (max(finite) - min(finite)) / min(finite) if len(finite) > 1 else 0.0,
+        "final_loss": min(
+            (by_name[m]["final_loss"] for m in members if by_name[m]["final_loss"] is not None), default=None
+        ),
+    }
+
+
 def unique_report(
     task: Task,
     overrides: Mapping[str, float] | None = None,
@@ -81,20 +96,7 @@ def unique_report(
     else:  # hundreds of candidates, all on the exact reduced flow, already one per orbit
         parameters, by_name = flow_race(task, overrides, models)
         grouped = [[n.name] for n in task.networks]
-    orbits: list[dict[str, Any]] = []
-    for members in grouped:
-        times = [by_name[m]["t_90"] for m in members]
-        finite = [t for t in times if t is not None]
-        orbits.append(
-            {
-                "networks": members,
-                "t_90": min(finite) if finite else None,
-                "t_90_spread": (max(finite) - min(finite)) / min(finite) if len(finite) > 1 else 0.0,
-                "final_loss": min(
-                    (by_name[m]["final_loss"] for m in members if by_name[m]["final_loss"] is not None), default=None
-                ),
-            }
-        )
+    orbits = [_orbit_entry(members, by_name) for members in grouped]
     orbits.sort(key=race_order)  # orbits rank as the race ranks networks
     margin = _margin(orbits[0], orbits[1]) if len(orbits) > 1 else None
     unique = len(orbits) == 1 or (margin is not None and margin > UNIQUENESS_TOLERANCE)

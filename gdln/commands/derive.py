@@ -72,13 +72,8 @@ def _render_flow(system, indent: str, *, full: bool = False) -> None:
     print(f"{indent}  tr<yy^T> = {value_text(system['target_power'])}")
 
 
-def _render_derive(report, variable_equations: list[dict]):
-    """A summary that fits a screen or two; ``--full`` prints everything. ``variable_equations``:
-    per shared trajectory, ``{"ode", "closed_form"}`` as text (``equations.summary_equations``)."""
-    print(
-        f"network {report['network']}: {plural(len(report['pathways']), 'pathway')}; each lists its singular "
-        "values s, how many modes share each, and their input variance d"
-    )
+def _render_classes(report) -> None:
+    """Each pathway's gate, shape, rank and depth, and its classes of modes: s, how many, d."""
     most = max((c["multiplicity"] for p in report["pathways"] for c in p["classes"]), default=1)
     width = len(plural(most, "mode")) + 1
     for p in report["pathways"]:
@@ -90,6 +85,11 @@ def _render_derive(report, variable_equations: list[dict]):
             if c["kind"] == "algebraic" and (c["d"].get("algebraic") or "CRootOf" in c["d"]["expr"]):
                 d = f"{c['d']['value']:.10g} (algebraic, a rational polynomial in s^2)"
             print(f"    {(plural(c['multiplicity'], 'mode') + ':').ljust(width)} s = {s}, d = {d}")
+
+
+def _render_system(report, variable_equations: list[dict]) -> None:
+    """The reduced system: shared trajectories and their equations, the reduced flow, or one
+    strength per mode."""
     system = report["system"]
     variables = system["variables"]
     a = report["assumptions"]
@@ -113,6 +113,12 @@ def _render_derive(report, variable_equations: list[dict]):
             f"  {system['equation']}, C with diagonal d and {plural(len(system['coupling']), 'non-zero coupling')} "
             "(--full or --json lists them)"
         )
+
+
+def _render_assumptions(report) -> None:
+    """The assumptions: diagonalisability, interaction, closed form, the first failures, the
+    exceptional set, algebraic values, named coupling numbers, symmetric groups."""
+    a = report["assumptions"]
     print(
         f"mutually diagonalisable: {yes_no(a['mutually_diagonalisable'])}; pathways interact: "
         f"{yes_no(a['pathways_interact'])}; closed form: {yes_no(a['closed_form'])}"
@@ -135,6 +141,18 @@ def _render_derive(report, variable_equations: list[dict]):
         )
     groups = [g for g in a["symmetric_groups"] if len(g) > 1]
     print("groups of symmetric pathways: " + ("; ".join(" = ".join(g) for g in groups) if groups else "none"))
+
+
+def _render_derive(report, variable_equations: list[dict]):
+    """A summary that fits a screen or two; ``--full`` prints everything. ``variable_equations``:
+    per shared trajectory, ``{"ode", "closed_form"}`` as text (``equations.summary_equations``)."""
+    print(
+        f"network {report['network']}: {plural(len(report['pathways']), 'pathway')}; each lists its singular "
+        "values s, how many modes share each, and their input variance d"
+    )
+    _render_classes(report)
+    _render_system(report, variable_equations)
+    _render_assumptions(report)
     print(
         f"initial loss {value_text(report['loss']['initial'])}; loss in closed form: {yes_no(report['loss']['closed_form'])}"
     )

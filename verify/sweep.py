@@ -359,6 +359,44 @@ def width_race(
     return found
 
 
+def _alignment_phases(task: Task, grid: SweepGrid, rows: np.ndarray, data, hidden: int, seeds: int):
+    """The alignment phase of the spec's ReLU seeds at the points ``rows``, point by point, seed by seed.
+
+    init_relu draws init_scale * normal, and the phase moves weights of every scale alike
+    (numeric.alignment.run_phase): the points that differ only in init scale share one run per
+    seed, started from the weights at init scale 1, each a member of factor its init scale. The
+    run is the same whatever the other points, so a point's answer does not depend on the grid."""
+    training = task.training
+    w1, w2 = (np.asarray(w) for w in initial_relu_weights(hidden, task.num_inputs, task.num_outputs, 1.0, range(seeds)))
+    keys = np.concatenate([grid.values[rows], grid.learning_rate[rows, None]], axis=1)
+    _, group_of = np.unique(keys, axis=0, return_inverse=True)
+    group_of = group_of.ravel()
+    groups = [rows_in for rows_in in (np.flatnonzero(group_of == g) for g in range(group_of.max() + 1))]
+    width = max(len(g) for g in groups)
+    members = np.array([np.resize(g, width) for g in groups])  # positions in rows; padding repeats, dropped below
+    factors = np.repeat(grid.init_scale[rows][members], seeds, axis=0)
+    runs_w1 = np.tile(w1, (len(groups), 1, 1))
+    runs_w2 = np.tile(w2, (len(groups), 1, 1))
+    firsts = members[:, 0]
+    inputs, targets = (np.repeat(x[rows][firsts], seeds, axis=0) for x in data)
+    phase = align_points(
+        inputs,
+        targets,
+        runs_w1,
+        runs_w2,
+        np.repeat(grid.learning_rate[rows][firsts], seeds),
+        training.epochs,
+        theory_stride(training.epochs),
+        factors,
+    )
+    # runs come out group by group, seed by seed, member by member; put them point by point, seed by seed
+    flat = np.arange(len(groups) * seeds * width).reshape(len(groups), seeds, width)
+    order = np.empty((len(rows), seeds), dtype=int)
+    for g, group in enumerate(groups):
+        order[group] = flat[g, :, : len(group)].T
+    return phase.take(order.ravel())
+
+
 def aligned_race(
     models: TaskPredictions, grid: SweepGrid, rows: np.ndarray, data
 ) -> tuple[dict[str, np.ndarray], np.ndarray, list[dict[str, Any]], list[dict[str, Any]], float]:
@@ -374,39 +412,8 @@ def aligned_race(
     task, training = models.task, models.task.training
     predictions = {n.name: models.prediction(n.name) for n in task.networks}
     seeds, hidden = training.seeds, int(grid.hidden_units[rows[0]])
-    w1, w2 = (np.asarray(w) for w in initial_relu_weights(hidden, task.num_inputs, task.num_outputs, 1.0, range(seeds)))
-    # init_relu draws init_scale * normal, and the phase moves weights of every scale alike
-    # (numeric.alignment.run_phase): the points that differ only in init scale share one run per
-    # seed, started from the weights at init scale 1, each a member of factor its init scale. The
-    # run is the same whatever the other points, so a point's answer does not depend on the grid
-    keys = np.concatenate([grid.values[rows], grid.learning_rate[rows, None]], axis=1)
-    _, group_of = np.unique(keys, axis=0, return_inverse=True)
-    group_of = group_of.ravel()
-    groups = [rows_in for rows_in in (np.flatnonzero(group_of == g) for g in range(group_of.max() + 1))]
-    width = max(len(g) for g in groups)
-    members = np.array([np.resize(g, width) for g in groups])  # positions in rows; padding repeats, dropped below
-    factors = np.repeat(grid.init_scale[rows][members], seeds, axis=0)
-    runs_w1 = np.tile(w1, (len(groups), 1, 1))
-    runs_w2 = np.tile(w2, (len(groups), 1, 1))
-    firsts = members[:, 0]
-    inputs, targets = (np.repeat(x[rows][firsts], seeds, axis=0) for x in data)
+    phase = _alignment_phases(task, grid, rows, data, hidden, seeds)
     stride = theory_stride(training.epochs)
-    phase = align_points(
-        inputs,
-        targets,
-        runs_w1,
-        runs_w2,
-        np.repeat(grid.learning_rate[rows][firsts], seeds),
-        training.epochs,
-        stride,
-        factors,
-    )
-    # runs come out group by group, seed by seed, member by member; put them point by point, seed by seed
-    flat = np.arange(len(groups) * seeds * width).reshape(len(groups), seeds, width)
-    order = np.empty((len(rows), seeds), dtype=int)
-    for g, group in enumerate(groups):
-        order[group] = flat[g, :, : len(group)].T
-    phase = phase.take(order.ravel())
     rates = np.repeat(grid.learning_rate[rows], seeds)
     values = np.repeat(grid.values[rows], seeds, axis=0)
     ts = np.arange(training.epochs // stride + 1) * stride
@@ -495,6 +502,24 @@ def _crossover_curves(models: TaskPredictions, axes: Sequence[Axis], overrides) 
     return found
 
 
+def _checked_sweep(
+    task: Task, axes: Sequence[Axis], overrides: Mapping[str, float] | None, check: int, agf: bool
+) -> tuple[list[Axis], dict[str, float]]:
+    """The axes (checked as ``--grid`` checks its text) and the values off them, or a one-line
+    error for a sweep the task cannot run."""
+    axes = check_axes(axes, task)  # an Axis built in Python is checked as --grid checks its text
+    check_sweep_size(task, axes, check)
+    if agf and not check:
+        raise SpecError(task.source, "--agf", "compares the AGF model with trained networks: it needs --check")
+    if not task.networks:
+        raise SpecError(task.source, "network", "the sweep needs at least one [[network]]")
+    overrides = dict(overrides or {})
+    clash = [a.name for a in axes if a.name in overrides]
+    if clash:
+        raise SpecError("--grid", clash[0], "is both an axis and a --set value")
+    return axes, overrides
+
+
 def sweep_report(
     task: Task,
     axes: Sequence[Axis],
@@ -526,16 +551,7 @@ def sweep_report(
 
     Raises:
         SpecError: for axes or values the task cannot be raced at."""
-    axes = check_axes(axes, task)  # an Axis built in Python is checked as --grid checks its text
-    check_sweep_size(task, axes, check)
-    if agf and not check:
-        raise SpecError(task.source, "--agf", "compares the AGF model with trained networks: it needs --check")
-    if not task.networks:
-        raise SpecError(task.source, "network", "the sweep needs at least one [[network]]")
-    overrides = dict(overrides or {})
-    clash = [a.name for a in axes if a.name in overrides]
-    if clash:
-        raise SpecError("--grid", clash[0], "is both an axis and a --set value")
+    axes, overrides = _checked_sweep(task, axes, overrides, check, agf)
     started = time.perf_counter()
     base = models or TaskPredictions(task)
     check_values(task, overrides, base)
@@ -687,6 +703,21 @@ def _settings(task: Task, axes: Sequence[Axis]) -> dict[str, Any]:
     }
 
 
+def _derivation_parts(
+    models: TaskPredictions, grid: SweepGrid, rows: np.ndarray, exceptional: list[str | None]
+) -> list[tuple[TaskPredictions, SweepGrid, np.ndarray]]:
+    """The grid's ``rows`` split by derivation: the generic points batched as one; a point where
+    the generic derivation fails on its own, derived there (derive.exceptional), with no
+    parameter values left in its grid. Marks each such row's reason in ``exceptional``."""
+    parts = []
+    for models_here, where, why in models.by_derivation(grid.values[rows]):
+        here = rows[where]
+        parts.append((models_here, grid if models_here is models else _without_parameters(grid), here))
+        for row in here:
+            exceptional[row] = why  # said as `race` says it
+    return parts
+
+
 def _grid_theory(
     task: Task,
     base: TaskPredictions,
@@ -718,14 +749,7 @@ def _grid_theory(
         at = f" ({width} hidden units)" if len(widths) > 1 else ""
         step(f"width-seeded race at {plural(len(width_rows), 'point')}{at}")
         models_width = groups[width] = _models_at_width(task, base, width)
-        # the generic points batched as one; a point where the generic derivation fails on its own,
-        # derived there (derive.exceptional), with no parameter values left in its grid
-        parts = []
-        for models_here, where, why in models_width.by_derivation(grid.values[width_rows]):
-            rows = width_rows[where]
-            parts.append((models_here, grid if models_here is models_width else _without_parameters(grid), rows))
-            for row in rows:
-                exceptional[row] = why  # said as `race` says it
+        parts = _derivation_parts(models_width, grid, width_rows, exceptional)
         for models_here, grid_here, rows in parts:
             # a point derived where it lies is raced alone, as `race --set` races it (issue 47)
             races = width_race(models_here, grid_here, rows, singly=models_here is not models_width)
@@ -859,6 +883,45 @@ def _train_points(
             yield _train_chunk(models, predictors, task, grid, rows[start : start + size], inputs, targets, agf)
 
 
+def _trained_point(
+    models: TaskPredictions,
+    predictors,
+    grid: SweepGrid,
+    row: int,
+    ts: np.ndarray,
+    losses: np.ndarray,
+    diverged_at: int | None,
+    agf: np.ndarray | None,
+) -> TrainedPoint:
+    """The point ``row`` trained (its ``losses``), beside verify's predictions for it: each
+    candidate from the seeds' alignment phase, followed by gradient descent, at ``ts``."""
+    task = models.task
+    seeds, width = task.training.seeds, int(grid.hidden_units[row])
+    point_training = replace(
+        task.training,
+        learning_rate=float(grid.learning_rate[row]),
+        init_scale=float(grid.init_scale[row]),
+        epochs=task.training.epochs,
+        hidden_units=width,
+        seeds=seeds,
+    )
+    values = dict(zip(task.parameters, (float(v) for v in grid.values[row])))
+    initial = initial_relu_weights(width, task.num_inputs, task.num_outputs, point_training.init_scale, range(seeds))
+    here, values_here, exceptional_point = models.at(values)  # derived at the point where needed
+    alignment = relu_alignment(here, initial, values_here, point_training)
+    curves = predicted_relu_curves(
+        here,
+        predictors if exceptional_point is None else candidate_predictions(here),
+        initial,
+        values_here,
+        point_training,
+        jnp.asarray(ts, jnp.float64),
+        alignment=alignment,
+    )
+    predictions = {name: np.asarray(curve) for name, curve in curves.items()}
+    return TrainedPoint(row, values, point_training, initial, ts, losses, predictions, diverged_at, agf)
+
+
 def _train_chunk(models, predictors, task: Task, grid: SweepGrid, rows: np.ndarray, inputs, targets, agf: bool = False):
     """The points ``rows`` (one width) trained in one program, each with its predictions; and
     the seconds the training took."""
@@ -893,44 +956,19 @@ def _train_chunk(models, predictors, task: Task, grid: SweepGrid, rows: np.ndarr
         agf_curves = run.losses.reshape(len(rows), seeds, -1).mean(axis=1)[:, ::stride]
     # every epoch's loss, not only the samples: a run may overflow between two of them
     diverged = ~np.all(np.isfinite(per_point), axis=1)
-    found = []
-    for k, row in enumerate(rows):
-        point_training = replace(
-            models.task.training,
-            learning_rate=float(grid.learning_rate[row]),
-            init_scale=float(grid.init_scale[row]),
-            epochs=training.epochs,
-            hidden_units=width,
-            seeds=seeds,
+    found = [
+        _trained_point(
+            models,
+            predictors,
+            grid,
+            int(row),
+            ts,
+            np.array(sampled[k]),
+            int(np.argmax(diverged[k])) if diverged[k].any() else None,
+            None if agf_curves is None else agf_curves[k],
         )
-        values = dict(zip(models.task.parameters, (float(v) for v in grid.values[row])))
-        initial = initial_relu_weights(
-            width, task.num_inputs, task.num_outputs, point_training.init_scale, range(seeds)
-        )
-        here, values_here, exceptional_point = models.at(values)  # derived at the point where needed
-        alignment = relu_alignment(here, initial, values_here, point_training)
-        curves = predicted_relu_curves(
-            here,
-            predictors if exceptional_point is None else candidate_predictions(here),
-            initial,
-            values_here,
-            point_training,
-            jnp.asarray(ts, jnp.float64),
-            alignment=alignment,
-        )
-        found.append(
-            TrainedPoint(
-                int(row),
-                values,
-                point_training,
-                initial,
-                ts,
-                np.array(sampled[k]),
-                {name: np.asarray(curve) for name, curve in curves.items()},
-                int(np.argmax(diverged[k])) if diverged[k].any() else None,
-                None if agf_curves is None else agf_curves[k],
-            )
-        )
+        for k, row in enumerate(rows)
+    ]
     return found, seconds
 
 

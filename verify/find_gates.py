@@ -127,6 +127,41 @@ def _cluster_entry(k: int, clustering, network: Network, error: float, inputs: n
     }
 
 
+def _checked_snapshots(task: Task, training, snapshots: int | None, clusters: Sequence[int]) -> int:
+    """How many snapshots to sample (default: one every :data:`SNAPSHOT_INTERVAL` epochs, at
+    most :data:`MAX_SNAPSHOTS`), or a one-line error for settings the search cannot use."""
+    check_training_size(task, training, "relu")
+    if snapshots is None:
+        snapshots = min(max(training.epochs // SNAPSHOT_INTERVAL, 1), MAX_SNAPSHOTS)
+    if not 1 <= snapshots <= training.epochs:
+        raise SpecError(task.source, "--snapshots", f"must be between 1 and the {training.epochs} epochs")
+    if any(k < 1 for k in clusters):
+        raise SpecError(task.source, "--clusters", "cluster counts must be positive")
+    return snapshots
+
+
+def _found_entries(values: Mapping, training, sampled, epochs: int, clusters: list, chosen: int | None) -> dict:
+    """The report's keys: the settings, the sampled rows, each ``k``'s entry and the elbow."""
+    rows, counts = sampled.rows()
+    return {
+        "parameters": {s.name: float(v) for s, v in values.items()},
+        "seeds": training.seeds,
+        "epochs": epochs,
+        "snapshots": [int(e) for e in sampled.epochs],
+        "rows": int(counts.sum()),
+        "distinct_rows": len(rows),
+        "silent_rows": sampled.silent_rows,
+        "rounding": ROUNDING,
+        "clusters": clusters,
+        "elbow": chosen,
+        "elbow_rule": (
+            f"kneedle (kneed) on log10(mse), convex decreasing, S = {KNEE_SENSITIVITY}; at most the first k "
+            f"within {FLAT_FACTOR:g}x of the smallest mse"
+        ),
+        "error_model": "theory: exact reduced flow from the runs' alignment phase, gradient descent",
+    }
+
+
 def find_gates_report(
     task: Task,
     overrides: Mapping[str, float] | None = None,
@@ -141,13 +176,7 @@ def find_gates_report(
     check_values(task, overrides, derivations=False)
     values = task.values(overrides)
     training = task.with_training(seeds=seeds, epochs=epochs).training
-    check_training_size(task, training, "relu")
-    if snapshots is None:
-        snapshots = min(max(training.epochs // SNAPSHOT_INTERVAL, 1), MAX_SNAPSHOTS)
-    if not 1 <= snapshots <= training.epochs:
-        raise SpecError(task.source, "--snapshots", f"must be between 1 and the {training.epochs} epochs")
-    if any(k < 1 for k in clusters):
-        raise SpecError(task.source, "--clusters", "cluster counts must be positive")
+    snapshots = _checked_snapshots(task, training, snapshots, clusters)
     models = TaskPredictions(task)
     vector = [float(values[p]) for p in task.parameters]
     inputs, targets = models.dataset(vector)
@@ -176,23 +205,7 @@ def find_gates_report(
     step.close()
     ks = [e["k"] for e in entries]
     chosen = elbow(ks, [e["mse"] for e in entries])
-    report: dict[str, Any] = {
-        "parameters": {s.name: float(v) for s, v in values.items()},
-        "seeds": training.seeds,
-        "epochs": epochs,
-        "snapshots": [int(e) for e in sampled.epochs],
-        "rows": int(counts.sum()),
-        "distinct_rows": len(rows),
-        "silent_rows": sampled.silent_rows,
-        "rounding": ROUNDING,
-        "clusters": entries,
-        "elbow": chosen,
-        "elbow_rule": (
-            f"kneedle (kneed) on log10(mse), convex decreasing, S = {KNEE_SENSITIVITY}; at most the first k "
-            f"within {FLAT_FACTOR:g}x of the smallest mse"
-        ),
-        "error_model": "theory: exact reduced flow from the runs' alignment phase, gradient descent",
-    }
+    report = _found_entries(values, training, sampled, epochs, entries, chosen)
     if chosen is None:
         report["notes"] = ["kneedle found no elbow in the error curve; no network is chosen"]
         return FindGatesReport.from_json(report), ""

@@ -735,10 +735,7 @@ def _grid_theory(
     ``theory_s`` counts from there, less the alignment-seeded stages)."""
     names = [n.name for n in task.networks]
     inputs, targets = data
-    t_half = np.full((grid.size, len(names)), np.nan)
-    t_90 = np.full((grid.size, len(names)), np.nan)
-    final = np.full((grid.size, len(names)), np.nan)
-    aligned = np.full((grid.size, len(names)), np.nan)
+    t_half, t_90, final, aligned = (np.full((grid.size, len(names)), np.nan) for _ in range(4))
     aligned_seconds = predicted_seconds = 0.0
     phase_epochs = np.full((grid.size, task.training.seeds), -1)
     predicted: list[dict[str, Any] | None] = [None] * grid.size
@@ -766,8 +763,7 @@ def _grid_theory(
                 predicted[row], predicted_follows[row] = verdict, follow
             predicted_seconds += seconds
             aligned_seconds += time.perf_counter() - aligned_start - seconds
-            for k, name in enumerate(names):
-                aligned[rows, k] = found[name]
+            aligned[rows] = np.stack([found[name] for name in names], axis=1)
     stable = stable_descent(task, grid.values, grid.learning_rate, ok, inputs, targets)
     return GridTheory(
         t_half=t_half,

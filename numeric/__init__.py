@@ -15,6 +15,9 @@ _EXPORTS = {
     "compile_expressions": ".compile",
     "generate_ode_function": ".compile",
     "NumericDataset": ".data",
+    "Dynamics": ".options",
+    "InitialConditions": ".options",
+    "TimeModel": ".options",
     "GraphLayout": ".graph_network",
     "graph_flow_losses": ".graph_network",
     "graph_layout": ".graph_network",
@@ -35,11 +38,14 @@ _EXPORTS = {
 
 __all__ = [
     "CompiledNetwork",
+    "Dynamics",
     "GdlnLayout",
     "GraphLayout",
+    "InitialConditions",
     "NumericDataset",
     "Prediction",
     "TaskPredictions",
+    "TimeModel",
     "compile_expressions",
     "crossing_time",
     "gdln_layout",
@@ -60,6 +66,7 @@ if TYPE_CHECKING:
     from .data import NumericDataset
     from .graph_network import GraphLayout, graph_flow_losses, graph_layout, path_flow, train_graph
     from .integrate import integrate_ode
+    from .options import Dynamics, InitialConditions, TimeModel
     from .precision import use_x64, x64
     from .prediction import Prediction, TaskPredictions
     from .race import CompiledNetwork, crossing_time

@@ -29,10 +29,11 @@ from gdln.derive import formulas
 from gdln.derive.spec import Network
 
 from .alignment import Alignment
+from .options import InitialConditions
 from .race import CompiledNetwork
 
-ALIGNMENT, WEIGHTS, WIDTH = "alignment", "weights", "width"
-MODELS = (ALIGNMENT, WEIGHTS, WIDTH)
+ALIGNMENT, WEIGHTS, WIDTH = InitialConditions.ALIGNMENT, InitialConditions.WEIGHTS, InitialConditions.WIDTH
+MODELS = tuple(InitialConditions)
 
 
 def unit_shares(network: Network, initial_gates) -> jnp.ndarray:

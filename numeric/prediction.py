@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from functools import cached_property
+from typing import Protocol
 
 import jax
 import jax.numpy as jnp
@@ -50,13 +51,35 @@ from .initial_conditions import (
 )
 from .integrate import integrate_ode
 from .mode_values import pathway_mode_values
+from .options import Dynamics, TimeModel
 from .race import CompiledNetwork, RaceResult
 from .reduced_flow import ReducedFlow, loss_of_maps
 from .types import Times
 
-CLOSED_FORM, RACE_ODE, REDUCED_FLOW = "closed form", "race ODE", "reduced flow"
-GRADIENT_DESCENT, GRADIENT_FLOW = "gradient descent", "gradient flow"
-TIME_MODELS = (GRADIENT_DESCENT, GRADIENT_FLOW)
+CLOSED_FORM, RACE_ODE, REDUCED_FLOW = Dynamics.CLOSED_FORM, Dynamics.RACE_ODE, Dynamics.REDUCED_FLOW
+GRADIENT_DESCENT, GRADIENT_FLOW = TimeModel.GRADIENT_DESCENT, TimeModel.GRADIENT_FLOW
+TIME_MODELS = tuple(TimeModel)
+
+
+class PredictionEngine(Protocol):
+    """What computes a prediction (:attr:`Prediction.engine`): a compiled network (closed forms
+    or the race ODE, :class:`numeric.race.CompiledNetwork`) or the reduced flow
+    (:class:`numeric.reduced_flow.ReducedFlow`). Seeds are ``log a0``, one per mode for the
+    first and one per pathway for the second (:meth:`Prediction.log_initial_strengths`)."""
+
+    def loss_curve_from_log(self, ts: Times, log_a0, tau: float, values) -> Float[Array, " T"]:
+        """The loss at epochs ``ts``, shape ``(T,)``, from seeds ``log a0``."""
+        ...
+
+    def race(self, log_a0, tau: float, values, horizon: float, fractions: Sequence[float] = ...) -> RaceResult:
+        """The epochs at which the loss falls to ``fractions`` of its initial loss, and the loss at ``horizon``."""
+        ...
+
+
+#: both engines offer the protocol (checked by the type checker here)
+ENGINES: tuple[type[PredictionEngine], ...] = (CompiledNetwork, ReducedFlow)
+
+
 #: discrete runs are compiled for lengths rounded up to a multiple of this (one compile serves all seeds)
 _STEP_BUCKET = 2048
 
@@ -72,17 +95,17 @@ class Prediction:
             (default: the first the derivation allows, as `kind` says).
     """
 
-    def __init__(self, derivation: NetworkDerivation, *, kind: str | None = None):
+    def __init__(self, derivation: NetworkDerivation, *, kind: Dynamics | str | None = None):
         self.derivation = derivation
         self._chosen_kind = kind
         self._at_points: dict[tuple[str, ...], Prediction] = {}
         if kind is not None:  # chosen by the caller: the aligned GDLN is always the reduced flow
-            if kind not in (CLOSED_FORM, RACE_ODE, REDUCED_FLOW):
+            if kind not in tuple(Dynamics):
                 raise ValueError(f"unknown dynamics {kind!r}")
-            self.__dict__["kind"] = kind
+            self.__dict__["kind"] = Dynamics(kind)
 
     @cached_property
-    def kind(self) -> str:
+    def kind(self) -> Dynamics:
         """``"closed form"``, ``"race ODE"`` or ``"reduced flow"`` (see the module docstring)."""
         d = self.derivation
         if d.diagonalisation_failures or (d.cross_correlations and not d.has_closed_form):
@@ -124,7 +147,8 @@ class Prediction:
 
     @property
     def engine(self) -> CompiledNetwork | ReducedFlow:
-        """What computes this prediction: both offer ``loss_curve_from_log`` and ``race``."""
+        """What computes this prediction: the reduced flow or the compiled network, each a
+        :class:`PredictionEngine` (the batched races take either, as it is)."""
         return self.flow if self.uses_flow else self.compiled
 
     def log_initial_strengths(self, init_scale: float) -> Float[Array, " seeds"]:

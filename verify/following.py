@@ -17,7 +17,7 @@ from gdln.derive.spec import Network, Task
 from gdln.derive.words import plural
 from gdln.numeric.agf import NEGLECTED_FRACTION, agf_losses
 from gdln.numeric.alignment import OUTPUT_FRACTION, Alignment, align, aligned_network
-from gdln.numeric.initial_conditions import ALIGNMENT, MODELS, WEIGHTS, unmatched_units
+from gdln.numeric.initial_conditions import ALIGNMENT, MODELS, WEIGHTS, InitialConditions, unmatched_units
 from gdln.numeric.prediction import (
     GRADIENT_DESCENT,
     GRADIENT_FLOW,
@@ -25,6 +25,7 @@ from gdln.numeric.prediction import (
     TIME_MODELS,
     Prediction,
     TaskPredictions,
+    TimeModel,
 )
 from gdln.numeric.training import initial_relu_weights
 
@@ -135,8 +136,8 @@ def predicted_relu_curves(
     training,
     ts,
     *,
-    initial_conditions: str = ALIGNMENT,
-    time_model: str = GRADIENT_DESCENT,
+    initial_conditions: InitialConditions = ALIGNMENT,
+    time_model: TimeModel = GRADIENT_DESCENT,
     alignment: Alignment | None = None,
 ) -> dict[str, np.ndarray]:
     """Each of ``predictions``' loss curve for ReLU runs with ``initial_weights = (W1s, W2s)``
@@ -233,12 +234,16 @@ def align_report(task: Task, overrides=None, seeds: int | None = None) -> tuple[
     return AlignReport.from_json(report), network_toml(network, comment)
 
 
-def check_prediction_models(task: Task, initial_conditions: str, time_model: str | None) -> str:
-    """The time model to use; one line naming the flag when the pair is not offered."""
+def check_prediction_models(
+    task: Task, initial_conditions: InitialConditions | str, time_model: TimeModel | str | None
+) -> tuple[InitialConditions, TimeModel]:
+    """The initial conditions and the time model to use, as their types (a text is read as
+    the CLI's flag is); one line naming the flag when either is unknown or the pair is not offered."""
     if initial_conditions not in MODELS:
         raise SpecError(task.source, "--initial-conditions", f"must be one of {', '.join(MODELS)}")
+    initial_conditions = InitialConditions(initial_conditions)
     if time_model is None:
-        return GRADIENT_DESCENT if initial_conditions == ALIGNMENT else GRADIENT_FLOW
+        return initial_conditions, GRADIENT_DESCENT if initial_conditions == ALIGNMENT else GRADIENT_FLOW
     if time_model not in TIME_MODELS:
         raise SpecError(task.source, "--time", f"must be one of {', '.join(TIME_MODELS)}")
     if time_model == GRADIENT_DESCENT and initial_conditions != ALIGNMENT:
@@ -247,7 +252,7 @@ def check_prediction_models(task: Task, initial_conditions: str, time_model: str
             "--time",
             "gradient descent is followed from the alignment phase only (--initial-conditions alignment)",
         )
-    return time_model
+    return initial_conditions, TimeModel(time_model)
 
 
 #: training decides which candidate it follows when the followed one's largest deviation beats
@@ -284,8 +289,8 @@ def _predict(
     values: Mapping,
     training,
     stride: int,
-    initial_conditions: str,
-    time_model: str,
+    initial_conditions: InitialConditions,
+    time_model: TimeModel,
     agf: bool,
     step: Stages,
 ) -> _Theory:
@@ -385,8 +390,8 @@ def verify_report(
     epochs: int | None = None,
     models: TaskPredictions | None = None,
     representations: bool = True,
-    initial_conditions: str = ALIGNMENT,
-    time_model: str | None = None,
+    initial_conditions: InitialConditions | str = ALIGNMENT,
+    time_model: TimeModel | str | None = None,
     agf: bool = False,
 ) -> VerifyReport:
     """Train the ReLU network and say which candidate network it follows, and how closely;
@@ -422,7 +427,7 @@ def verify_report(
             time model that is not offered."""
     if not task.networks:
         raise SpecError(task.source, "network", "verification needs at least one [[network]]")
-    time_model = check_prediction_models(task, initial_conditions, time_model)
+    initial_conditions, time_model = check_prediction_models(task, initial_conditions, time_model)
     point = task.values(overrides)
     # where the generic derivation fails at this point (derive.exceptional), derived at the point
     models, values, exceptional_point = (models or TaskPredictions(task)).at(point)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from gdln.derive.words import plural
+from gdln.numeric.options import InitialConditions, TimeModel
 from gdln.verify.reports import (
     agf_text,
     predicted_follows_text,
@@ -14,7 +15,8 @@ from gdln.verify.reports import (
 from .arguments import add_training_arguments, load, training_settings, with_spec
 from .output import NOT_FINITE, emit, number_text, parameters_line, percent
 
-TIME_FLAGS = {"descent": "gradient descent", "flow": "gradient flow"}
+#: the CLI's words for the time models and the initial conditions, read onto their types here only
+TIME_FLAGS = {"descent": TimeModel.GRADIENT_DESCENT, "flow": TimeModel.GRADIENT_FLOW}
 
 
 def _render_verify(report):
@@ -111,8 +113,9 @@ def add_parser(sub) -> None:
     add_training_arguments(p)
     p.add_argument(
         "--initial-conditions",
-        choices=["alignment", "weights", "width"],
-        default="alignment",
+        choices=list(InitialConditions),
+        type=InitialConditions,
+        default=InitialConditions.ALIGNMENT,
         help="where predictions start: the alignment phase (default), the initial weights, the widths",
     )
     p.add_argument(

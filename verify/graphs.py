@@ -42,6 +42,15 @@ from .reports import DepthReport, GraphVerifyReport, RaceReport, SharedDeriveRep
 LEVELS = {"t_90": 0.1, "t_half": 0.5}
 
 
+def shared_edges(task: Task, network: str | None = None) -> bool:
+    """Whether ``network`` (default: any of the task's candidates) shares edges across paths, so
+    that it is derived, raced and verified by the shared-edge reduction (Eq. 6, this module)
+    rather than as a network of modules: the one place the commands choose between the two."""
+    if network is not None:
+        return task.network(network).shared
+    return any(candidate.shared for candidate in task.networks)
+
+
 def _crossing(losses: np.ndarray, level: float) -> int | None:
     below = np.nonzero(losses <= level * losses[0])[0]
     return int(below[0]) if below.size else None

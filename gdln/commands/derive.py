@@ -170,6 +170,7 @@ def cmd_derive(args):
     from gdln.derive.latex import to_latex
     from gdln.numeric.prediction import TaskPredictions
     from gdln.verify.derivation_report import derive_report, derive_summary, network_crossovers
+    from gdln.verify.graphs import shared_edges
 
     from . import equations
 
@@ -177,7 +178,7 @@ def cmd_derive(args):
     for path, key, _ in latex_files:
         check_output(path, key, LATEX_SUFFIXES)  # before any work
     task = load(args)
-    if task.network(args.network).shared:
+    if shared_edges(task, args.network):
         _derive_shared(task, args)
         return
     models = TaskPredictions(task)

@@ -82,10 +82,11 @@ def _render_race(report):
 
 
 def cmd_race(args):
+    from gdln.verify.graphs import shared_edges
     from gdln.verify.race import race_report
 
     task = load(args)
-    if any(network.shared for network in task.networks):
+    if shared_edges(task):
         from gdln.verify.graphs import shared_race_report
 
         emit(

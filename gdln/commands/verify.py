@@ -70,9 +70,10 @@ def _render_verify(report):
 
 def cmd_verify(args):
     from gdln.verify.following import verify_report
+    from gdln.verify.graphs import shared_edges
 
     task = load(args)
-    if any(network.shared for network in task.networks):
+    if shared_edges(task):
         from gdln.verify.graphs import graph_verify_report
 
         emit(
@@ -88,7 +89,7 @@ def cmd_verify(args):
         task,
         seeds=args.seeds,
         epochs=args.epochs,
-        initial_conditions=args.initial_conditions,
+        initial_conditions=InitialConditions(args.initial_conditions),
         time_model=None if args.time is None else TIME_FLAGS[args.time],
         agf=args.agf,
     )
@@ -113,9 +114,8 @@ def add_parser(sub) -> None:
     add_training_arguments(p)
     p.add_argument(
         "--initial-conditions",
-        choices=list(InitialConditions),
-        type=InitialConditions,
-        default=InitialConditions.ALIGNMENT,
+        choices=[str(option) for option in InitialConditions],
+        default=str(InitialConditions.ALIGNMENT),
         help="where predictions start: the alignment phase (default), the initial weights, the widths",
     )
     p.add_argument(

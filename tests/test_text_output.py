@@ -232,3 +232,27 @@ def test_race_gives_a_parametric_maximum_speed_by_its_value(capsys, tmp_path):
     assert f"{split['speed']['value']:.6g} (a maximum)" in row and "Max(" not in text
     assert text.count("a maximum: the largest of the network's singular values") == 1
     assert f"{one['speed']['expr']} = " in next(line for line in text.splitlines() if line.strip().startswith("one "))
+
+
+def test_a_sweep_whose_seeds_decide_nowhere_says_so_without_counting_zero(capsys):
+    """A sweep whose checked points are none of them decided says so in words, not 'of the 0
+    checked points ...: followed at 0'."""
+    from gdln.commands.sweep import _render_agreement
+
+    counts = {"checked": 0, "agree": 0, "aligned_agree": 0}
+    report = {
+        "validity": 0.05,
+        "agreement": {
+            "checked": 2,
+            "agree": 1,
+            "aligned_agree": 1,
+            "within_assumptions": {"checked": 2, "agree": 1, "aligned_agree": 1},
+            "decided": counts,
+        },
+    }
+    points = [{"checked": {"max_deviation": 0.01}}, {"checked": {"max_deviation": 0.2}}]
+    _render_agreement(report, points)
+    out = capsys.readouterr().out
+    assert "of the 0 " not in out
+    assert "none of the checked points is one where the seeds decide" in out
+    assert "stays within 5% of the initial loss at 1 of them" in out

@@ -220,7 +220,9 @@ def _render_agreement(report, points) -> None:
     }
     for key, where in subsets.items():
         counts = agreement.get(key)
-        if counts is not None and counts["checked"] < checked:
+        if counts is not None and counts["checked"] == 0:
+            print(f"  none of the checked points is one {where}")
+        elif counts is not None and counts["checked"] < checked:
             print(
                 f"  of the {counts['checked']} checked points {where}: the width-seeded winner is followed at"
                 f" {counts['agree']}, the alignment-seeded winner at {counts['aligned_agree']}"

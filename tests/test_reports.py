@@ -133,6 +133,7 @@ def test_a_checked_sweep_s_points_are_records_read_by_attribute_and_by_key():
     assert point.checked.follows in {n.name for n in point.networks}
     assert isinstance(point.predicted_follows, PredictedFollows) and isinstance(point.assumptions, PointAssumptions)
     text = json.dumps(report.to_json(), allow_nan=True)
+    matches_schema(json.loads(text), SweepReport.json_schema())  # the records' schemas nested in it
     again = SweepReport.from_json(json.loads(text))
     assert json.dumps(again.to_json(), allow_nan=True) == text
     assert again == report and again.points[0] == report.to_json()["points"][0]  # a record equals its JSON
@@ -152,8 +153,45 @@ def built(monkeypatch):
     return handed
 
 
+def matches_schema(value, schema: dict, where: str = "$") -> None:
+    """``value`` (JSON read back, NaN kept) is of ``schema``, the subset of JSON Schema that
+    `Report.json_schema` writes: a type, ``anyOf``, array items, object properties, required
+    keys, no others, and values of an open object."""
+    if "anyOf" in schema:
+        failures = []
+        for option in schema["anyOf"]:
+            try:
+                matches_schema(value, option, where)
+                return
+            except AssertionError as failure:
+                failures.append(str(failure))
+        raise AssertionError(f"{where}: {value!r} is none of {failures}")
+    kinds = {"string": str, "boolean": bool, "integer": int, "number": (int, float), "null": type(None)}
+    kind = schema.get("type")
+    if kind in kinds:
+        assert isinstance(value, kinds[kind]) and (kind in ("boolean",) or not isinstance(value, bool)), (
+            f"{where}: {value!r} is not {kind}"
+        )
+    elif kind == "array":
+        assert isinstance(value, list), f"{where}: {value!r} is not an array"
+        for k, item in enumerate(value):
+            matches_schema(item, schema.get("items", {}), f"{where}[{k}]")
+    elif kind == "object":
+        assert isinstance(value, dict), f"{where}: {value!r} is not an object"
+        properties = schema.get("properties", {})
+        assert not set(schema.get("required", ())) - set(value), f"{where}: missing {schema['required']}"
+        for key, item in value.items():
+            if key in properties:
+                matches_schema(item, properties[key], f"{where}.{key}")
+            else:
+                assert schema.get("additionalProperties", True) is not False, f"{where}: unknown key {key}"
+                matches_schema(item, schema.get("additionalProperties") or {}, f"{where}.{key}")
+
+
 def same_as_built(report: Report, entries: dict) -> None:
-    """``to_json()`` is the builder's dictionary, key by key and in its order."""
+    """``to_json()`` is the builder's dictionary, key by key and in its order, and of the JSON
+    schema generated from the report's fields."""
+    matches_schema(json.loads(json.dumps(report.to_json(), allow_nan=True)), type(report).json_schema())
     produced = report.to_json()
     assert list(produced) == list(entries)
     for key, value in entries.items():
@@ -257,6 +295,31 @@ def test_shared_derive_report_is_its_builders_dictionary(built, capsys, tmp_path
     assert isinstance(race, RaceReport)
     same_as_built(race, built[-1])
     assert race.winner == race.ranking[0]
+
+
+def test_the_generated_schema_is_the_fields_typed_and_refuses_what_they_refuse():
+    """The schema of a record is its fields (the documented keys, tested above), each typed:
+    a checked point's JSON passes, and a wrong type, an unknown key or a missing one fails."""
+    schema = CheckedPoint.json_schema()
+    assert list(schema["properties"]) == [f.name for f in dataclasses.fields(CheckedPoint)]
+    assert schema["properties"]["seeds"] == {"type": "integer"}
+    point = {
+        "follows": "xor",
+        "max_deviation": 0.01,
+        "deviations": {"xor": 0.01, "linear": None},
+        "seeds": 3,
+        "lead": 0.1,
+        "seed_error": 0.01,
+        "lead_needed": 0.02,
+        "decided": True,
+        "reason": None,
+        "t_half": float("nan"),
+    }
+    matches_schema(point, schema)
+    for broken in ({**point, "seeds": "3"}, {**point, "other": 1}, {k: v for k, v in point.items() if k != "follows"}):
+        with pytest.raises(AssertionError):
+            matches_schema(broken, schema)
+    assert json.loads(json.dumps(SweepReport.json_schema()))  # plain JSON
 
 
 def test_every_report_type_has_a_contract():

@@ -6,7 +6,8 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields
-from typing import Any, ClassVar, Self
+from types import UnionType
+from typing import Any, ClassVar, Self, Union, get_args, get_origin, get_type_hints
 
 #: a field's metadata for a key the JSON has only where it applies; ``None`` leaves it out
 OPTIONAL = {"optional": True}
@@ -70,6 +71,25 @@ class Report(Mapping[str, Any]):
                 values[name] = [_record(kind, v) for v in value] if many else _record(kind, value)
         return cls(**values)
 
+    @classmethod
+    def json_schema(cls) -> dict[str, Any]:
+        """The JSON Schema (draft 2020-12) of `to_json`'s dictionary, generated from the fields'
+        types: each field a property, the required ones those that are not optional, records
+        nested as their own schemas, and a field typed ``Any`` left open.
+
+        Returns:
+            The schema, as a dictionary (``json.dumps`` writes it)."""
+        hints = get_type_hints(cls)
+        own = fields(cls)
+        return {
+            "title": cls.__name__,
+            "description": (cls.__doc__ or "").strip().split("\n\n")[0].replace("\n", " "),
+            "type": "object",
+            "properties": {f.name: _schema_of(hints[f.name]) for f in own},
+            "required": [f.name for f in own if not f.metadata.get("optional")],
+            "additionalProperties": False,
+        }
+
     def _keys(self) -> list[str]:
         return [f.name for f in fields(self) if not (f.metadata.get("optional") and getattr(self, f.name) is None)]
 
@@ -83,6 +103,28 @@ class Report(Mapping[str, Any]):
 
     def __len__(self) -> int:
         return len(self._keys())
+
+
+#: the JSON type of each Python type a field may have
+_JSON_TYPES: dict[Any, str] = {str: "string", bool: "boolean", int: "integer", float: "number", type(None): "null"}
+
+
+def _schema_of(kind: Any) -> dict[str, Any]:
+    """The JSON Schema of a field's type: its JSON type, a union as ``anyOf``, a list as an
+    array of its items, a dictionary as an object of its values, a record as its own schema."""
+    origin, arguments = get_origin(kind), get_args(kind)
+    if kind in _JSON_TYPES:
+        return {"type": _JSON_TYPES[kind]}
+    if origin in (Union, UnionType):
+        return {"anyOf": [_schema_of(argument) for argument in arguments]}
+    if origin in (list, tuple, Sequence) or kind in (list, tuple):
+        items = [a for a in arguments if a is not Ellipsis]
+        return {"type": "array", **({"items": _schema_of(items[0])} if len(set(items)) == 1 else {})}
+    if origin in (dict, Mapping) or kind is dict:
+        return {"type": "object", **({"additionalProperties": _schema_of(arguments[1])} if arguments else {})}
+    if isinstance(kind, type) and issubclass(kind, Report):
+        return kind.json_schema()
+    return {}  # Any: left open
 
 
 def _record(kind: type[Report], value: Any) -> Any:

@@ -169,6 +169,7 @@ def test_processes_given_different_sweeps_stop_before_training(monkeypatch, xor_
     process 1 had other seeds) would train other points than process 0 thinks, so every process
     stops in one line before training."""
     import gdln.verify.sweep as sweep
+    import gdln.verify.sweep_training as training
 
     def as_if_two_processes(value):
         other = {**value, "sweep": value["sweep"][::-1]}
@@ -177,8 +178,8 @@ def test_processes_given_different_sweeps_stop_before_training(monkeypatch, xor_
     def no_training(*args, **kwargs):
         raise AssertionError("training started")
 
-    monkeypatch.setattr(sweep, "gather_json", as_if_two_processes)
-    monkeypatch.setattr(sweep, "train_relu_points", no_training)
+    monkeypatch.setattr(training, "gather_json", as_if_two_processes)
+    monkeypatch.setattr(training, "train_relu_points", no_training)
     with pytest.raises(GdlnError, match="^process 1 was given another sweep than process 0"):
         sweep.sweep_report(xor_task, [sweep.parse_axis("Delta=1:1:1", xor_task)], check=1, models=xor_models)
 
@@ -283,15 +284,15 @@ def test_a_gather_keeps_this_processs_own_entry(monkeypatch):
 
 
 def _honest_entry(task, losses) -> dict:
-    """A checked entry as ``verify.sweep`` writes it, for ReLU ``losses`` ``(seeds, samples)``,
+    """A checked entry as ``verify.sweep_training`` writes it, for ReLU ``losses`` ``(seeds, samples)``,
     read back from JSON as another process's would be."""
-    import gdln.verify.sweep as sweep
+    import gdln.verify.sweep_training as sweep
 
     ts = np.arange(losses.shape[1], dtype=float)
     curves = {network.name: np.linspace(1.0, 0.1 * (k + 1), len(ts)) for k, network in enumerate(task.networks)}
     point = sweep.TrainedPoint(0, {}, task.training, None, ts, losses, curves)
     diverged = None if np.isfinite(losses).all() else 2
-    return json.loads(json.dumps(sweep._checked_entry(replace(point, diverged_at=diverged))))
+    return json.loads(json.dumps(sweep.checked_entry(replace(point, diverged_at=diverged))))
 
 
 def test_gdlns_own_checked_entries_are_well_formed(xor_task):
@@ -385,6 +386,7 @@ def test_another_processs_entry_never_overwrites_process_0s(monkeypatch, xor_tas
     """The attack of issue 51: a client joined as process 1 posts an entry for a point that is
     process 0's to check. The sweep stops in one line naming process 1; nothing it sent is used."""
     import gdln.verify.sweep as sweep
+    import gdln.verify.sweep_training as training
 
     losses = np.linspace(1.0, 0.1, 5)[None] * np.linspace(1.0, 1.1, 3)[:, None]
     forged = {**_honest_entry(xor_task, losses), "max_deviation": 0.0001}
@@ -398,9 +400,9 @@ def test_another_processs_entry_never_overwrites_process_0s(monkeypatch, xor_tas
         raise AssertionError("training started")
 
     chosen = []
-    monkeypatch.setattr(sweep, "gather_json", as_if_two_processes)
-    monkeypatch.setattr(sweep, "process_share", lambda count: chosen.extend(range(count)) or np.arange(0))
-    monkeypatch.setattr(sweep, "train_relu_points", no_training)
+    monkeypatch.setattr(training, "gather_json", as_if_two_processes)
+    monkeypatch.setattr(training, "process_share", lambda count: chosen.extend(range(count)) or np.arange(0))
+    monkeypatch.setattr(training, "train_relu_points", no_training)
     with pytest.raises(GdlnError) as error:
         sweep.sweep_report(xor_task, [sweep.parse_axis("Delta=1:1:1", xor_task)], check=1, models=xor_models)
     assert str(error.value).startswith(

@@ -687,7 +687,7 @@ def test_checked_points_stream_in_chunks_with_the_same_answers(xor, monkeypatch)
     """A checked sweep holds one chunk of training arrays at a time (CHECK_CHUNK_BYTES, issue 39):
     one point per program gives every checked entry exactly as all points in one program do (a
     run's losses do not depend on the runs beside it), and the chunk size keeps within the bound."""
-    import gdln.verify.sweep as sweep
+    import gdln.verify.sweep_training as sweep
 
     small = xor.with_training(epochs=3000, hidden_units=32)
     axes = [parse_axis("Delta=0.5:2:3", small)]

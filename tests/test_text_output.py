@@ -237,7 +237,7 @@ def test_race_gives_a_parametric_maximum_speed_by_its_value(capsys, tmp_path):
 def test_a_sweep_whose_seeds_decide_nowhere_says_so_without_counting_zero(capsys):
     """A sweep whose checked points are none of them decided says so in words, not 'of the 0
     checked points ...: followed at 0'."""
-    from gdln.commands.sweep import _render_agreement
+    from gdln.commands.sweep import render_agreement
 
     counts = {"checked": 0, "agree": 0, "aligned_agree": 0}
     report = {
@@ -251,7 +251,7 @@ def test_a_sweep_whose_seeds_decide_nowhere_says_so_without_counting_zero(capsys
         },
     }
     points = [{"checked": {"max_deviation": 0.01}}, {"checked": {"max_deviation": 0.2}}]
-    _render_agreement(report, points)
+    render_agreement(report, points)
     out = capsys.readouterr().out
     assert "of the 0 " not in out
     assert "none of the checked points is one where the seeds decide" in out

@@ -19,37 +19,25 @@ are in :mod:`verify.sweep_checks`).
 
 from __future__ import annotations
 
-import hashlib
-import math
 import time
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
-from numbers import Integral, Real
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 import sympy
 
 from gdln.derive.algebraic import as_text
-from gdln.derive.errors import GdlnError, SpecError
+from gdln.derive.errors import SpecError
 from gdln.derive.spec import (
-    DATA_MAGNITUDE,
-    MAX_SWEEP_RUNS,
-    MAX_SWEEP_TRAINING_RUNS,
     EvaluationError,
     Task,
-    Training,
     evaluate,
-    training_value,
 )
 from gdln.derive.words import plural
-from gdln.numeric.agf import agf_points
 from gdln.numeric.aligned_model import pattern_chain_starts, pattern_chain_step, pattern_rows
 from gdln.numeric.alignment import OUTPUT_FRACTION
 from gdln.numeric.prediction import TaskPredictions
-from gdln.numeric.processes import gather_json, process_share
 from gdln.numeric.sweep import (
     SWEEP_RTOL,
     BatchedRace,
@@ -59,16 +47,14 @@ from gdln.numeric.sweep import (
     closed_form_race,
     ode_race_points,
 )
-from gdln.numeric.training import initial_relu_weights, train_relu_points
+from gdln.numeric.training import initial_relu_weights
 
 from . import rules
-from .checks import check_training_size, check_values
+from .checks import check_values
 from .entries import finite_or_none, theory_stride
-from .following import candidate_predictions, predicted_relu_curves, relu_alignment
 from .progress import Stages
 from .reports import SweepReport
-from .rules import VALIDITY, finite_crossings, follow_resolution, followed_candidate, race_winner
-from .simulation import deviations
+from .rules import VALIDITY, finite_crossings, race_winner
 from .sweep_checks import (
     agreement,
     boundary_points,
@@ -78,255 +64,39 @@ from .sweep_checks import (
     predicted_agreement,
     stable_descent,
 )
-from .sweep_shares import check_plans, share_entries
-from .sweep_store import GridTheory, PointStore, Shard, TheoryStore, batches, slice_rows
+from .sweep_grid import (
+    Axis,
+    SweepGrid,
+    check_axes,
+    check_sweep_size,
+    finite_points,
+    models_at_width,
+    parse_axis,
+    sweep_grid,
+    without_parameters,
+)
+from .sweep_store import GridTheory, PointStore, Shard, TheoryStore
+from .sweep_training import TrainedPoint, train_checked_points, trained_points
 
-#: the training settings an axis may sweep, beside the spec's parameters
-TRAINING_AXES = ("init_scale", "learning_rate", "hidden_units")
-MAX_AXES = 2
-#: points on one axis, and on the whole grid (the alignment-seeded race takes about 40 ms a point on 2 cores)
-MAX_AXIS_POINTS = 256
-MAX_GRID_POINTS = 16_384
+#: the sweep's public names: its report and races here, its grid (`verify.sweep_grid`) and its
+#: trained points (`verify.sweep_training`) re-exported, so ``gdln.verify.sweep`` offers them all
+__all__ = [
+    "FRACTIONS",
+    "Axis",
+    "SweepGrid",
+    "TrainedPoint",
+    "aligned_race",
+    "finite_points",
+    "parse_axis",
+    "sweep_grid",
+    "sweep_report",
+    "trained_points",
+    "width_race",
+    "width_seeds",
+]
+
+#: the fractions of the initial loss whose crossing times the races report
 FRACTIONS = (0.5, 0.1)
-
-
-@dataclass(frozen=True)
-class Axis:
-    """One axis of the grid: a spec parameter or a training setting, and its values."""
-
-    name: str
-    values: tuple[float, ...]
-    log: bool
-
-
-def parse_axis(text: str, task: Task) -> Axis:
-    """An axis of a sweep, read from ``NAME=START:STOP:NUM[:log]``.
-
-    Nothing in ``text`` is evaluated: the bounds are plain numbers. The name and the values
-    are checked by `check_axis`, as every `Axis` that `sweep_report` is given.
-
-    Args:
-        text: the axis, as ``gdln sweep --grid`` takes it; ``NAME`` is a spec parameter or
-            ``init_scale``, ``learning_rate``, ``hidden_units``.
-        task: the task whose parameters the axis may name.
-
-    Returns:
-        The axis: its name, its values and whether they are spaced on a log scale.
-
-    Raises:
-        SpecError: one line naming the flag, for text that is not such an axis."""
-    name, sep, spec = text.partition("=")
-    name = name.strip()
-    if not sep or not name:
-        raise SpecError("--grid", text, "expected NAME=START:STOP:NUM[:log]")
-    check_axis_name(name, task, "--grid")
-    parts = spec.split(":")
-    if len(parts) not in (3, 4) or (len(parts) == 4 and parts[3] != "log"):
-        raise SpecError("--grid", name, f"{spec!r} is not START:STOP:NUM or START:STOP:NUM:log")
-    try:
-        start, stop = float(parts[0]), float(parts[1])
-        count = int(parts[2])
-    except ValueError:
-        raise SpecError("--grid", name, f"{spec!r}: START and STOP must be numbers and NUM an integer") from None
-    log = len(parts) == 4
-    if not (math.isfinite(start) and math.isfinite(stop)):
-        raise SpecError("--grid", name, "START and STOP must be finite")
-    if not 1 <= count <= MAX_AXIS_POINTS:
-        raise SpecError("--grid", name, f"NUM must be between 1 and {MAX_AXIS_POINTS}, got {count}")
-    if start > stop:
-        raise SpecError("--grid", name, f"START {start:g} is above STOP {stop:g}")
-    if log and start <= 0:  # before geomspace, which refuses a bound at 0; in check_axis's words
-        raise SpecError("--grid", name, f"a log axis needs values above 0, got {start:g}")
-    values = np.geomspace(start, stop, count) if log else np.linspace(start, stop, count)
-    if name == "hidden_units":
-        values = np.unique(np.round(values).astype(int)).astype(float)
-    return check_axis(Axis(name, tuple(float(v) for v in values), log), task, "--grid")
-
-
-def check_axis_name(name: str, task: Task, source: str) -> None:
-    """Refuse an axis name that is neither one of ``task``'s parameters nor a training setting
-    (:data:`TRAINING_AXES`), naming the known ones."""
-    known = [s.name for s in task.parameters]
-    if not isinstance(name, str) or (name not in known and name not in TRAINING_AXES):
-        raise SpecError(
-            source,
-            str(name),
-            f"unknown name (parameters: {', '.join(known) or 'none'}; training: {', '.join(TRAINING_AXES)})",
-        )
-
-
-def check_axis(axis: Axis, task: Task, source: str = "axis") -> Axis:
-    """The checks and limits of one axis, the same for ``--grid`` (`parse_axis`) and an `Axis`
-    built in Python (`sweep_report`, `trained_points`): a known name; 1 to :data:`MAX_AXIS_POINTS`
-    finite real values in increasing order; above 0 on a log axis; a parameter's values in its
-    declared domain (:meth:`Task.check_domain`); a training setting's values positive and within
-    the spec's limits (:func:`derive.spec.training_value`), ``hidden_units`` whole numbers.
-
-    Returns:
-        The axis, its values as Python floats.
-
-    Raises:
-        SpecError: one line naming ``source`` (``--grid`` or ``axis``) and the axis."""
-    name = axis.name
-    check_axis_name(name, task, source)
-    raw = axis.values
-    if isinstance(raw, (str, bytes)) or not isinstance(raw, (Sequence, np.ndarray)):
-        raise SpecError(source, name, f"values must be a sequence of numbers, got {type(raw).__name__}")
-    if not 1 <= len(raw) <= MAX_AXIS_POINTS:
-        raise SpecError(source, name, f"give between 1 and {MAX_AXIS_POINTS} values, got {len(raw)}")
-    values: list[float] = []
-    for value in raw:
-        if isinstance(value, (bool, np.bool_)) or not isinstance(value, Real) or not math.isfinite(value):
-            raise SpecError(source, name, f"value {value!r} is not a finite real number")
-        values.append(float(value))
-    if any(b < a for a, b in zip(values, values[1:])):
-        raise SpecError(source, name, "values must be in increasing order")
-    if not isinstance(axis.log, (bool, np.bool_)):
-        raise SpecError(source, name, f"log must be True or False, got {axis.log!r}")
-    low, high = values[0], values[-1]
-    if low <= 0 and (axis.log or name in ("init_scale", "learning_rate")):  # hidden_units: as [training] says
-        what = "a log axis needs values above 0" if axis.log else "values must be positive"
-        raise SpecError(source, name, f"{what}, got {low:g}")
-    if name not in TRAINING_AXES:  # a parameter takes any real value, within a declared domain
-        task.check_domain(name, low, name, source)
-    else:  # the spec's own limits, on the axis' smallest and largest values
-        if name == "hidden_units":
-            fractional = [v for v in values if v != int(v)]
-            if fractional:
-                raise SpecError(source, name, f"values must be whole numbers, got {fractional[0]:g}")
-        for bound in (low, high):
-            training_value(name, int(bound) if name == "hidden_units" else bound, source, name)
-    return Axis(name, tuple(values), bool(axis.log))
-
-
-def check_axes(axes: Sequence[Axis], task: Task | None = None) -> list[Axis]:
-    """The grid's axes, each checked by `check_axis` (where ``task`` is given), and the grid's
-    limits: one or two axes, no name twice, at most :data:`MAX_GRID_POINTS` points."""
-    if isinstance(axes, Axis):
-        raise SpecError("axis", "axes", "give a list of axes, e.g. [Axis(...)]")
-    axes = list(axes)
-    if task is not None:
-        axes = [check_axis(a, task) if isinstance(a, Axis) else _not_an_axis(a) for a in axes]
-    if not axes:
-        raise SpecError("--grid", "grid", "give one or two axes: --grid NAME=START:STOP:NUM[:log]")
-    if len(axes) > MAX_AXES:
-        raise SpecError("--grid", "grid", f"at most {MAX_AXES} axes, got {len(axes)}")
-    names = [a.name for a in axes]
-    if len(set(names)) != len(names):
-        raise SpecError("--grid", names[0] if names.count(names[0]) > 1 else names[1], "axis given twice")
-    points = math.prod(len(a.values) for a in axes)
-    if points > MAX_GRID_POINTS:
-        raise SpecError("--grid", "grid", f"{points} points is above the limit of {MAX_GRID_POINTS}")
-    return axes
-
-
-def _not_an_axis(value) -> Axis:
-    raise SpecError("axis", type(value).__name__, "expected an Axis (or gdln.parse_axis('NAME=START:STOP:NUM'))")
-
-
-def check_sweep_size(task: Task, axes: Sequence[Axis], check: int) -> None:
-    """Refuse, before any work, a sweep whose seeds times grid points (the alignment phase's runs)
-    or checked points times seeds (the checks' training runs) is above its limit
-    (:data:`derive.spec.limits.MAX_SWEEP_RUNS`, :data:`derive.spec.limits.MAX_SWEEP_TRAINING_RUNS`),
-    and a ``check`` that is not a whole number of points, 0 or more."""
-    if isinstance(check, (bool, np.bool_)) or not isinstance(check, Integral) or check < 0:
-        raise SpecError("--check", repr(check), "must be 0 or a positive number of points")
-    seeds = task.training.seeds
-    points = math.prod(len(a.values) for a in axes)
-    runs = seeds * points
-    if runs > MAX_SWEEP_RUNS:
-        raise SpecError(
-            "--seeds",
-            "seeds x grid points",
-            f"{seeds} x {points} = {runs} runs of the alignment phase is above the limit of {MAX_SWEEP_RUNS}",
-        )
-    trained = min(check, points) * seeds
-    if trained > MAX_SWEEP_TRAINING_RUNS:
-        raise SpecError(
-            "--check",
-            "checked points x seeds",
-            f"{min(check, points)} x {seeds} = {trained} training runs is above the limit of {MAX_SWEEP_TRAINING_RUNS}",
-        )
-
-
-def _models_at_width(task: Task, base: TaskPredictions, hidden_units: int) -> TaskPredictions:
-    """The predictions of ``task`` trained with ``hidden_units`` units: ``base`` at the spec's own width."""
-    if hidden_units == task.training.hidden_units:
-        return base
-    return TaskPredictions(task.with_training(hidden_units=int(hidden_units)))
-
-
-@dataclass
-class SweepGrid:
-    axes: tuple[Axis, ...]
-    values: np.ndarray  # (points, parameters) in task.parameters order
-    init_scale: np.ndarray
-    learning_rate: np.ndarray
-    hidden_units: np.ndarray
-    shape: tuple[int, ...]
-
-    @property
-    def size(self) -> int:
-        return len(self.init_scale)
-
-    def point_values(self, index: int) -> dict[str, float]:
-        flat = np.unravel_index(index, self.shape)
-        return {axis.name: axis.values[i] for axis, i in zip(self.axes, flat)}
-
-
-def _without_parameters(grid: SweepGrid) -> SweepGrid:
-    """``grid`` for a task whose parameters are fixed (derived at a point): no parameter values."""
-    return replace(grid, values=np.zeros((grid.size, 0)))
-
-
-def sweep_grid(task: Task, axes: Sequence[Axis], overrides: Mapping[str, float]) -> SweepGrid:
-    mesh = np.meshgrid(*[np.asarray(a.values) for a in axes], indexing="ij")
-    columns = {a.name: m.ravel() for a, m in zip(axes, mesh)}
-    size = mesh[0].size
-    defaults = task.values(overrides)
-    values = (
-        np.stack([columns.get(s.name, np.full(size, defaults[s])) for s in task.parameters], axis=1)
-        if task.parameters
-        else np.zeros((size, 0))
-    )
-    training = task.training
-    return SweepGrid(
-        tuple(axes),
-        values.astype(np.float64),
-        columns.get("init_scale", np.full(size, training.init_scale)).astype(np.float64),
-        columns.get("learning_rate", np.full(size, training.learning_rate)).astype(np.float64),
-        columns.get("hidden_units", np.full(size, training.hidden_units)).astype(int),
-        tuple(len(a.values) for a in axes),
-    )
-
-
-def finite_points(models: TaskPredictions, grid: SweepGrid) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(ok, inputs, targets)``: the data at every point, and where they are finite."""
-    inputs, targets = models.dataset.batch(grid.values)
-    ok = np.all(np.isfinite(inputs), axis=(1, 2)) & np.all(np.isfinite(targets), axis=(1, 2))
-    _check_data_sizes(grid, inputs, targets)
-    return ok, inputs, targets
-
-
-def _check_data_sizes(grid: SweepGrid, inputs: np.ndarray, targets: np.ndarray) -> None:
-    """Refuse a grid with a finite data entry outside the spec's range of sizes
-    (:data:`derive.spec.limits.DATA_MAGNITUDE`, as :func:`derive.spec.check_data` refuses it at the
-    values in use) at some point, naming the first: beyond it the derivation's closed forms
-    overflow float64 (XoR at Delta = 1e160)."""
-    low, high = DATA_MAGNITUDE
-    for key, batch in (("data.inputs", inputs), ("data.targets", targets)):
-        size = np.abs(batch)
-        outside = np.isfinite(size) & ((size > high) | ((size > 0) & (size < low)))
-        if outside.any():
-            point, row, column = np.argwhere(outside)[0]
-            at = ", ".join(f"{name} = {value:g}" for name, value in grid.point_values(int(point)).items())
-            names = [a.name for a in grid.axes if a.name not in TRAINING_AXES] or [grid.axes[0].name]
-            raise SpecError(
-                "--grid",
-                ", ".join(names),
-                f"{key}[{row}][{column}] = {batch[point, row, column]:.6g} at {at} is outside the range"
-                f" {low:g} to {high:g} in size",
-            )
 
 
 def width_seeds(prediction, init_scales: np.ndarray) -> np.ndarray:
@@ -572,7 +342,7 @@ def sweep_report(
         hold = np.array([bool(p["assumptions"] and p["assumptions"]["hold"]) for p in points])
         chosen = check_points(aligned_labels, grid.shape, check, ok, claimed=hold)
         step(f"training at {plural(len(chosen), 'checked point')}")
-        training_seconds, per_run, processes, resumed = _check(
+        training_seconds, per_run, processes, resumed = train_checked_points(
             groups, task, grid, chosen, points, inputs, targets, agf, shard
         )
     step.close()
@@ -630,7 +400,7 @@ def _theory_stage(
     # kept by a run that was stopped while training, or by a slice of a job array
     step = waited[0] if waited else Stages("sweep", 1 + bool(check))
     step(f"the theory at {plural(grid.size, 'point')} read back from the cache")
-    return theory, {width: _models_at_width(task, base, width) for width in widths}, step  # its seconds None
+    return theory, {width: models_at_width(task, base, width) for width in widths}, step  # its seconds None
 
 
 def _points(task: Task, grid: SweepGrid, ok: np.ndarray, theory: GridTheory) -> list[dict[str, Any]]:
@@ -712,7 +482,7 @@ def _derivation_parts(
     parts = []
     for models_here, where, why in models.by_derivation(grid.values[rows]):
         here = rows[where]
-        parts.append((models_here, grid if models_here is models else _without_parameters(grid), here))
+        parts.append((models_here, grid if models_here is models else without_parameters(grid), here))
         for row in here:
             exceptional[row] = why  # said as `race` says it
     return parts
@@ -745,7 +515,7 @@ def _grid_theory(
         width_rows = np.flatnonzero((grid.hidden_units == width) & ok)
         at = f" ({width} hidden units)" if len(widths) > 1 else ""
         step(f"width-seeded race at {plural(len(width_rows), 'point')}{at}")
-        models_width = groups[width] = _models_at_width(task, base, width)
+        models_width = groups[width] = models_at_width(task, base, width)
         parts = _derivation_parts(models_width, grid, width_rows, exceptional)
         for models_here, grid_here, rows in parts:
             # a point derived where it lies is raced alone, as `race --set` races it (issue 47)
@@ -781,284 +551,3 @@ def _grid_theory(
             "predicted_validity_s": predicted_seconds,
         },
     )
-
-
-@dataclass(frozen=True)
-class TrainedPoint:
-    """One grid point trained with the spec's seeds, beside verify's predictions for it.
-
-    Attributes:
-        index: the point's index in the grid.
-        values: the spec's parameter values there.
-        training: its training settings (learning rate, init scale, width, seeds).
-        initial: the seeds' initial weights (`numeric.training.initial_relu_weights`).
-        ts: the epochs of the samples.
-        losses: ``(seeds, samples)``, every seed's ReLU loss at ``ts``.
-        predictions: each candidate's loss predicted from the seeds' alignment phase, followed
-            by gradient descent (verify's default), at ``ts``.
-        diverged_at: the first epoch at which some seed's loss is not finite (the training
-            diverged), ``None`` where every loss is finite.
-        agf: the Alternating Gradient Flows model's loss at ``ts`` (`numeric.agf`), where it was
-            asked for; else ``None``."""
-
-    index: int
-    values: dict[str, float]
-    training: Training
-    initial: Any
-    ts: np.ndarray
-    losses: np.ndarray
-    predictions: dict[str, np.ndarray]
-    diverged_at: int | None = None
-    agf: np.ndarray | None = None
-
-
-def trained_points(
-    task: Task, axes: Sequence[Axis], overrides: Mapping[str, float] | None = None, *, seeds: int | None = None
-) -> list[TrainedPoint]:
-    """Train the ReLU network at every point of the grid ``axes`` (all points and seeds of a width
-    in one program, `numeric.training.train_relu_points`), each beside verify's predictions.
-
-    Args:
-        task: the task and its candidate networks.
-        axes: one or two axes (`parse_axis`), the last varying fastest.
-        overrides: parameter values that replace the spec's (name -> value) off the axes.
-        seeds: the number of seeds (default: the spec's).
-
-    Returns:
-        One `TrainedPoint` per grid point, in the grid's order."""
-    overrides = dict(overrides or {})
-    if seeds is not None:
-        task = task.with_training(seeds=training_value("seeds", seeds, "trained_points", "seeds"))
-    axes = check_axes(axes, task)
-    grid = sweep_grid(task, axes, overrides)
-    models = TaskPredictions(task)
-    ok, inputs, targets = finite_points(models, grid)
-    if not ok.all():
-        raise SpecError(task.source, axes[0].name, "the data are not finite at some grid points")
-    widths = {int(w): _models_at_width(task, models, int(w)) for w in np.unique(grid.hidden_units)}
-    return [
-        point
-        for found, _ in _train_points(widths, task, grid, np.arange(grid.size), inputs, targets)
-        for point in found
-    ]
-
-
-#: bytes of training arrays one program of checked training holds (float64: each run's loss at
-#: every epoch, its initial weights and its data): the points of a width are trained this many
-#: bytes' worth at a time, so a checked sweep's memory does not grow with ``--check``. A point's
-#: seeds are never split: a point larger than this alone is one program (its size is bounded
-#: by :func:`verify.checks.check_training_size`)
-CHECK_CHUNK_BYTES = 64 * 2**20
-
-
-def points_per_chunk(task: Task, hidden_units: int) -> int:
-    """How many checked points of ``hidden_units`` units one program trains: as many as keep its
-    arrays within :data:`CHECK_CHUNK_BYTES`, at least one."""
-    training = task.training
-    features = task.num_inputs + task.num_outputs
-    per_run = 8 * (training.epochs + 1 + hidden_units * features + task.num_datapoints * features)
-    return max(1, CHECK_CHUNK_BYTES // (per_run * training.seeds))
-
-
-def _train_points(
-    groups, task: Task, grid: SweepGrid, chosen: np.ndarray, inputs, targets, agf: bool = False
-) -> Iterator[tuple[list[TrainedPoint], float]]:
-    """The ``chosen`` points trained with the spec's seeds and predicted as verify predicts them
-    (with ``agf``, by the AGF model too), chunk by chunk (:func:`points_per_chunk` points of a width in one program): yields each
-    chunk's points and the seconds its training took. Every run's losses are the same whatever
-    the chunks (`numeric.training.train_relu_points`)."""
-    training = task.training
-    check_training_size(task, training, "relu")
-    for width, models in groups.items():
-        rows = np.array([i for i in chosen if grid.hidden_units[i] == width], dtype=int)
-        if not len(rows):
-            continue
-        predictors = candidate_predictions(models)
-        size = points_per_chunk(task, int(width))
-        for start in range(0, len(rows), size):
-            yield _train_chunk(models, predictors, task, grid, rows[start : start + size], inputs, targets, agf)
-
-
-def _trained_point(
-    models: TaskPredictions,
-    predictors,
-    grid: SweepGrid,
-    row: int,
-    ts: np.ndarray,
-    losses: np.ndarray,
-    diverged_at: int | None,
-    agf: np.ndarray | None,
-) -> TrainedPoint:
-    """The point ``row`` trained (its ``losses``), beside verify's predictions for it: each
-    candidate from the seeds' alignment phase, followed by gradient descent, at ``ts``."""
-    task = models.task
-    seeds, width = task.training.seeds, int(grid.hidden_units[row])
-    point_training = replace(
-        task.training,
-        learning_rate=float(grid.learning_rate[row]),
-        init_scale=float(grid.init_scale[row]),
-        epochs=task.training.epochs,
-        hidden_units=width,
-        seeds=seeds,
-    )
-    values = dict(zip(task.parameters, (float(v) for v in grid.values[row])))
-    initial = initial_relu_weights(width, task.num_inputs, task.num_outputs, point_training.init_scale, range(seeds))
-    here, values_here, exceptional_point = models.at(values)  # derived at the point where needed
-    alignment = relu_alignment(here, initial, values_here, point_training)
-    curves = predicted_relu_curves(
-        here,
-        predictors if exceptional_point is None else candidate_predictions(here),
-        initial,
-        values_here,
-        point_training,
-        jnp.asarray(ts, jnp.float64),
-        alignment=alignment,
-    )
-    predictions = {name: np.asarray(curve) for name, curve in curves.items()}
-    return TrainedPoint(row, values, point_training, initial, ts, losses, predictions, diverged_at, agf)
-
-
-def _train_chunk(models, predictors, task: Task, grid: SweepGrid, rows: np.ndarray, inputs, targets, agf: bool = False):
-    """The points ``rows`` (one width) trained in one program, each with its predictions; and
-    the seconds the training took."""
-    training = task.training
-    seeds, width = training.seeds, int(grid.hidden_units[rows[0]])
-    stride = theory_stride(training.epochs)
-    ts = np.arange(training.epochs // stride + 1) * stride
-    w1, w2 = (np.asarray(w) for w in initial_relu_weights(width, task.num_inputs, task.num_outputs, 1.0, range(seeds)))
-    scale = grid.init_scale[rows][:, None, None, None]
-    started = time.perf_counter()
-    losses = train_relu_points(
-        np.repeat(inputs[rows], seeds, axis=0),
-        np.repeat(targets[rows], seeds, axis=0),
-        (scale * w1[None]).reshape(-1, *w1.shape[1:]),
-        (scale * w2[None]).reshape(-1, *w2.shape[1:]),
-        np.repeat(grid.learning_rate[rows], seeds),
-        training.epochs,
-    )
-    seconds = time.perf_counter() - started
-    per_point = losses.reshape(len(rows), seeds, -1)
-    sampled = per_point[:, :, ::stride]
-    agf_curves = None
-    if agf:  # every point and seed of the chunk in one program, from the same initial weights
-        run = agf_points(
-            (scale * w1[None]).reshape(-1, *w1.shape[1:]),
-            (scale * w2[None]).reshape(-1, *w2.shape[1:]),
-            np.repeat(inputs[rows], seeds, axis=0),
-            np.repeat(targets[rows], seeds, axis=0),
-            np.repeat(grid.learning_rate[rows], seeds),
-            training.epochs,
-        )
-        agf_curves = run.losses.reshape(len(rows), seeds, -1).mean(axis=1)[:, ::stride]
-    # every epoch's loss, not only the samples: a run may overflow between two of them
-    diverged = ~np.all(np.isfinite(per_point), axis=1)
-    found = [
-        _trained_point(
-            models,
-            predictors,
-            grid,
-            int(row),
-            ts,
-            np.array(sampled[k]),
-            int(np.argmax(diverged[k])) if diverged[k].any() else None,
-            None if agf_curves is None else agf_curves[k],
-        )
-        for k, row in enumerate(rows)
-    ]
-    return found, seconds
-
-
-def _checked_entry(point: TrainedPoint) -> dict[str, Any]:
-    """A trained point's ``checked`` entry: the candidate its mean loss follows by verify's rule,
-    the deviations, whether the seeds decide it, why training failed where it did, and the epoch
-    at which its mean loss falls to half."""
-    relu = point.losses.mean(axis=0)
-    networks = [
-        {
-            "name": name,
-            **deviations(curve, relu),
-            "from_alignment": False,
-        }
-        for name, curve in point.predictions.items()
-    ]
-    follows, _ = followed_candidate(networks)
-    deviation = next((n["max_deviation"] for n in networks if n["name"] == follows), None)
-    return {
-        "follows": follows,
-        "max_deviation": deviation,
-        "deviations": {n["name"]: n["max_deviation"] for n in networks},
-        "seeds": point.training.seeds,
-        **follow_resolution(networks, follows, point.losses),
-        "reason": None if point.diverged_at is None else f"diverged at epoch {point.diverged_at}",
-        "t_half": rules.finite_crossing(point.ts, relu, 0.5),
-        **({} if point.agf is None else {"agf_deviation": deviations(point.agf, relu)["max_deviation"]}),
-    }
-
-
-def _sweep_digest(task: Task, grid: SweepGrid, inputs, targets) -> str:
-    """What the processes of a run must agree on, in a few characters: the grid, its data, the
-    training settings and the candidates."""
-    digest = hashlib.sha256(repr((task.training, [n.name for n in task.networks])).encode())
-    for array in (grid.values, grid.init_scale, grid.learning_rate, grid.hidden_units, inputs, targets):
-        digest.update(np.ascontiguousarray(array).tobytes())
-    return digest.hexdigest()
-
-
-def _check(
-    groups,
-    task: Task,
-    grid: SweepGrid,
-    chosen: np.ndarray,
-    points: list[dict],
-    inputs,
-    targets,
-    agf: bool = False,
-    shard: Shard | None = None,
-):
-    """Train ReLU networks at the ``chosen`` points with the spec's seeds, and say which
-    candidate each follows by verify's rule (``points[i]["checked"]``).
-
-    In a run of several processes (:mod:`numeric.processes`) each trains its share of process
-    0's chosen points; the entries of all are gathered, so every process ends with all of them,
-    the same whatever the number of processes. A process holds one chunk's training arrays at a
-    time (:data:`CHECK_CHUNK_BYTES`) and a small entry per point it trained.
-
-    Each entry is kept on disk as its batch finishes, where the disk cache is on, and read back
-    instead of trained when the same point is checked again (:mod:`verify.sweep_store`). With
-    ``shard``, only that slice's share of the chosen points is trained and filled in.
-
-    Returns:
-        ``(seconds, per_run, processes, resumed)``: the longest any process spent training, the
-        seconds per run (point and seed) trained, summed over the processes, how many processes
-        there are, and how many points this process read back from the disk cache."""
-    plans = gather_json({"chosen": [int(i) for i in chosen], "sweep": _sweep_digest(task, grid, inputs, targets)})
-    check_plans(plans, len(points), jax.process_index())
-    other = next((k for k, plan in enumerate(plans) if plan["sweep"] != plans[0]["sweep"]), None)
-    if other is not None:  # its shares would be other points than process 0 thinks
-        raise GdlnError(
-            f"process {other} was given another sweep than process 0 (its spec, grid, seeds or epochs differ):"
-            " every process runs the same command"
-        )
-    chosen = np.asarray(plans[0]["chosen"], dtype=int)  # process 0's choice, for all
-    if shard is not None and len(plans) > 1:  # the processes' shares would not be the slice's
-        raise GdlnError("--shard: a slice runs as one process; give no --processes")
-    if shard is not None:  # every slice chose the same points: it trains its share of them
-        chosen = slice_rows(chosen, grid.hidden_units, shard)
-    mine = chosen[process_share(len(chosen))]
-    store = PointStore(task, grid, agf)  # off with the disk cache
-    resumed = store.read(mine)
-    entries: list[list] = [[index, entry] for index, entry in resumed.items()]
-    seconds = 0.0
-    for batch in batches(np.setdiff1d(mine, list(resumed)), grid.hidden_units, task.training.seeds):
-        for trained, spent in _train_points(groups, task, grid, batch, inputs, targets, agf):
-            seconds += spent
-            for point in trained:  # kept as it finishes: a rerun of an interrupted sweep reads it back
-                entries.append([point.index, _checked_entry(point)])
-                store.write(point.index, entries[-1][1])
-    shares = gather_json({"entries": entries, "seconds": seconds})
-    names = [network.name for network in task.networks]
-    for index, entry in share_entries(shares, chosen, names, task.training.seeds, jax.process_index()):
-        points[index]["checked"] = entry
-    runs = (len(chosen) - len(resumed)) * task.training.seeds  # this process's resumed: exact for one
-    total = sum(share["seconds"] for share in shares)
-    return max(share["seconds"] for share in shares), (total / runs if runs else None), len(shares), len(resumed)

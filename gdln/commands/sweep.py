@@ -153,7 +153,7 @@ def _render_sweep(report):
             f"{report['validity']:.0%} at {within} of {len(predicted)} points"
         )
     if report["agreement"]["checked"]:
-        _render_agreement(report, points)
+        render_agreement(report, points)
     _render_failures(report, points)
     timing = report["timing"]
     trained = f", training {timing['training_s']:.2f}" if report["agreement"]["checked"] else ""
@@ -185,7 +185,7 @@ def _render_crossovers(crossovers) -> None:
         print(f"  derived crossover of {first} and {second}: {crossover['parameter']}* = {value}")
 
 
-def _render_agreement(report, points) -> None:
+def render_agreement(report, points) -> None:
     """How often the trained networks followed each race's winner and the prediction, overall
     and where the assumptions hold or the seeds decide."""
     from gdln.verify.rules import DECIDED_STANDARD_ERRORS

@@ -341,7 +341,8 @@ def sweep_report(
     if check:
         hold = np.array([bool(p["assumptions"] and p["assumptions"]["hold"]) for p in points])
         chosen = check_points(aligned_labels, grid.shape, check, ok, claimed=hold)
-        step(f"training at {plural(len(chosen), 'checked point')}")
+        which = f"slice {shard} of the {len(chosen)} checked points" if shard else plural(len(chosen), "checked point")
+        step(f"training at {which}")
         training_seconds, per_run, processes, resumed = train_checked_points(
             groups, task, grid, chosen, points, inputs, targets, agf, shard
         )

@@ -62,17 +62,37 @@ TIME_MODELS = tuple(TimeModel)
 
 
 class PredictionEngine(Protocol):
-    """What computes a prediction (:attr:`Prediction.engine`): a compiled network (closed forms
-    or the race ODE, :class:`numeric.race.CompiledNetwork`) or the reduced flow
-    (:class:`numeric.reduced_flow.ReducedFlow`). Seeds are ``log a0``, one per mode for the
-    first and one per pathway for the second (:meth:`Prediction.log_initial_strengths`)."""
+    """What computes a prediction (`Prediction.engine`): a compiled network (closed forms or the
+    race ODE, `numeric.race.CompiledNetwork`) or the reduced flow
+    (`numeric.reduced_flow.ReducedFlow`). Seeds are ``log a0``, one per mode for the first and
+    one per pathway for the second (`Prediction.log_initial_strengths`)."""
 
     def loss_curve_from_log(self, ts: Times, log_a0, tau: float, values) -> Float[Array, " T"]:
-        """The loss at epochs ``ts``, shape ``(T,)``, from seeds ``log a0``."""
+        """The predicted loss.
+
+        Args:
+            ts: epochs, shape ``(T,)``.
+            log_a0: the seeds, ``log a0``.
+            tau: ``1 / learning_rate``.
+            values: the parameter values, in the order of the derivation's parameters.
+
+        Returns:
+            The loss at ``ts``, shape ``(T,)``."""
         ...
 
     def race(self, log_a0, tau: float, values, horizon: float, fractions: Sequence[float] = ...) -> RaceResult:
-        """The epochs at which the loss falls to ``fractions`` of its initial loss, and the loss at ``horizon``."""
+        """The race without a sampling grid.
+
+        Args:
+            log_a0: the seeds, ``log a0``.
+            tau: ``1 / learning_rate``.
+            values: the parameter values, in the order of the derivation's parameters.
+            horizon: the last epoch raced.
+            fractions: the fractions of the initial loss whose crossing epochs are solved.
+
+        Returns:
+            The epochs at which the loss falls to each of ``fractions`` of its initial loss, and
+            the loss at ``horizon`` (`numeric.race.RaceResult`)."""
         ...
 
 
@@ -148,7 +168,7 @@ class Prediction:
     @property
     def engine(self) -> CompiledNetwork | ReducedFlow:
         """What computes this prediction: the reduced flow or the compiled network, each a
-        :class:`PredictionEngine` (the batched races take either, as it is)."""
+        `PredictionEngine` (the batched races take either, as it is)."""
         return self.flow if self.uses_flow else self.compiled
 
     def log_initial_strengths(self, init_scale: float) -> Float[Array, " seeds"]:

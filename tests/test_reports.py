@@ -16,6 +16,7 @@ from gdln.verify.race import race_report
 from gdln.verify.reports import (
     AlignReport,
     CheckedPoint,
+    Crossover,
     DepthReport,
     DeriveReport,
     FindGatesReport,
@@ -33,6 +34,7 @@ from gdln.verify.reports import (
     SweepReport,
     UnionReport,
     UniqueReport,
+    VerifiedNetwork,
     VerifyReport,
     ZeroShotReport,
 )
@@ -105,6 +107,8 @@ RECORD_CONTRACTS = {
     PointAssumptions: ("phase_diagrams.md", '\n             "assumptions": '),
     PredictedFollows: ("phase_diagrams.md", '"predicted_follows": '),
     CheckedPoint: ("phase_diagrams.md", '"checked": '),
+    Crossover: ("json.md", '"crossovers": ['),
+    VerifiedNetwork: ("json.md", '"within_validity", "networks": ['),
 }
 
 
@@ -141,12 +145,14 @@ def test_a_checked_sweep_s_points_are_records_read_by_attribute_and_by_key():
 
 @pytest.fixture
 def built(monkeypatch):
-    """The dictionaries the report builders hand to ``from_json``, as they were handed."""
+    """The dictionaries the report builders hand to ``from_json``, as they were handed (the
+    reports', not those of the records ``from_json`` reads inside them)."""
     handed: list[dict] = []
     original = Report.from_json.__func__
 
     def recording(cls, entries):
-        handed.append(copy.deepcopy(dict(entries)))
+        if not issubclass(cls, Record):  # a report, not the records read inside it
+            handed.append(copy.deepcopy(dict(entries)))
         return original(cls, entries)
 
     monkeypatch.setattr(Report, "from_json", classmethod(recording))

@@ -4,8 +4,9 @@ tables a notebook shows (``_repr_markdown_``, ``gdln ... --markdown``).
 
 A sweep's points are typed records (``records``: `SweepPoint`, and in it `NetworkAtPoint`,
 `PointAssumptions`, `PredictedFollows`, `CheckedPoint`), read as attributes
-(``sweep.points[3].checked.follows``); the other reports' nested entries (a network of the
-race) stay the JSON's dictionaries, read by the keys the contract names
+(``sweep.points[3].checked.follows``), and so are a race's crossovers (`Crossover`), verify's
+networks (`VerifiedNetwork`) and both reports' `PredictedFollows`; the other nested entries (a
+network of the race) stay the JSON's dictionaries, read by the keys the contract names
 (``report.networks[0]["t_90"]``). A report and a record are also read-only mappings of their
 keys (``report["winner"]``, ``point["checked"]["follows"]``), as code written when they were
 dictionaries reads them.
@@ -30,7 +31,15 @@ from .race import (
     resolution_text,
     validity_text,
 )
-from .records import CheckedPoint, NetworkAtPoint, PointAssumptions, PredictedFollows, SweepPoint
+from .records import (
+    CheckedPoint,
+    Crossover,
+    NetworkAtPoint,
+    PointAssumptions,
+    PredictedFollows,
+    SweepPoint,
+    VerifiedNetwork,
+)
 from .sweep import SweepReport
 from .unique import UniqueReport
 
@@ -54,10 +63,12 @@ __all__ = [
     # the typed entries of the reports, on their base
     "Record",
     "CheckedPoint",
+    "Crossover",
     "NetworkAtPoint",
     "PointAssumptions",
     "PredictedFollows",
     "SweepPoint",
+    "VerifiedNetwork",
     # their cells and verdicts in words, which the commands' text shares
     "agf_text",
     "crossover_line",

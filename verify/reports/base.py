@@ -154,7 +154,7 @@ def table_cell(value: Any) -> str:
     return str(value).replace("|", "\\|")
 
 
-def markdown_table(rows: Sequence[dict], columns: Sequence[tuple[str, str]]) -> str:
+def markdown_table(rows: Sequence[Mapping], columns: Sequence[tuple[str, str]]) -> str:
     """``columns`` are ``(key, heading)`` pairs."""
     lines = ["| " + " | ".join(heading for _, heading in columns) + " |", "|" + " --- |" * len(columns)]
     lines += ["| " + " | ".join(table_cell(row.get(key)) for key, _ in columns) + " |" for row in rows]
@@ -165,7 +165,7 @@ def list_cell(values: list) -> str:
     return ", ".join(table_cell(v) for v in values)
 
 
-def crossover_line(crossover: dict) -> str:
+def crossover_line(crossover: Mapping) -> str:
     """A crossover entry in words: the parameter's value (and its exact form where it has a
     radical one) and which network is faster on each side."""
     first, second = crossover["networks"]
@@ -175,7 +175,7 @@ def crossover_line(crossover: dict) -> str:
     )
 
 
-def exact_cell(entry: dict) -> str:
+def exact_cell(entry: Mapping) -> str:
     """An exact value (``{"expr", "value"}``) for a table: its value, and its expression where it
     is written with radicals (an algebraic number with no radical form is given by value alone)."""
     if "algebraic" in entry or "CRootOf" in entry["expr"] or is_number(entry["expr"]):

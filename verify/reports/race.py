@@ -4,11 +4,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from .base import Report, crossover_line, markdown_table, optional, table_cell
+from .records import Crossover, PredictedFollows, VerifiedNetwork
 
 
 @dataclass(frozen=True)
@@ -25,8 +26,8 @@ class RaceReport(Report):
             ``staged`` with ``staged=True``, and ``stopped_at``/``notes`` where an ODE stopped short.
         ranking: the networks' names, fastest first.
         winner: the fastest network's name; ``None`` where the race cannot tell.
-        crossovers: the derived crossovers of each pair: ``networks``, ``parameter``, ``expr``,
-            ``value``, ``faster_below``, ``faster_above``.
+        crossovers: the derived crossovers of each pair (`Crossover` records): ``networks``,
+            ``parameter``, ``expr``, ``value``, ``faster_below``, ``faster_above``.
         predicted_validity: with ``predict_validity``, the theory's own verdict on where it holds
             (``verify.rules.predicted_validity``), as in `VerifyReport`; else ``None``.
         predicted_follows: with ``predict_validity``, the candidate the ReLU network is predicted
@@ -37,14 +38,19 @@ class RaceReport(Report):
             the point, exactly, as ``--set`` derives it (`derive.exceptional`); else ``None``.
     """
 
+    RECORDS: ClassVar[dict[str, tuple[type[Report], bool]]] = {
+        "crossovers": (Crossover, True),
+        "predicted_follows": (PredictedFollows, False),
+    }
+
     parameters: dict[str, float]
     horizon: float
     networks: list[dict[str, Any]]
     ranking: list[str]
     winner: str | None
-    crossovers: list[dict[str, Any]]
+    crossovers: list[Crossover]
     predicted_validity: dict[str, Any] | None = optional()
-    predicted_follows: dict[str, Any] | None = optional()
+    predicted_follows: PredictedFollows | None = optional()
     exceptional_point: str | None = optional()
 
     def _repr_markdown_(self) -> str:
@@ -103,6 +109,11 @@ class VerifyReport(Report):
             derivation fails there (everything derived at the point), else ``None``.
     """
 
+    RECORDS: ClassVar[dict[str, tuple[type[Report], bool]]] = {
+        "networks": (VerifiedNetwork, True),
+        "predicted_follows": (PredictedFollows, False),
+    }
+
     parameters: dict[str, float]
     seeds: int
     epochs: int
@@ -112,10 +123,10 @@ class VerifyReport(Report):
     resolution: dict[str, Any]
     validity: float
     within_validity: bool | None
-    networks: list[dict[str, Any]]
+    networks: list[VerifiedNetwork]
     alignment: dict[str, Any] | None = optional()
     predicted_validity: dict[str, Any] | None = optional()
-    predicted_follows: dict[str, Any] | None = optional()
+    predicted_follows: PredictedFollows | None = optional()
     agf: dict[str, Any] | None = optional()
     notes: list[str] | None = optional()
     census: dict[str, Any] | None = optional()
@@ -171,7 +182,7 @@ class SimulateReport(Report):
     notes: list[str] | None = optional()
 
 
-def validity_text(follows: str | None, networks: list[dict], validity: float) -> str:
+def validity_text(follows: str | None, networks: Sequence[Mapping], validity: float) -> str:
     """The verdict's validity in words: the followed candidate's largest deviation against the
     threshold where the theory holds, and the aligned network's (the GDLN of the settled gates,
     the other level of the theory) where it was predicted."""

@@ -150,3 +150,60 @@ class SweepPoint(Record):
     predicted_follows: PredictedFollows | None
     checked: CheckedPoint | None
     exceptional_point: str | None = optional()
+
+
+@dataclass(frozen=True, eq=False)
+class Crossover(Record):
+    """A derived crossover of two candidates (``derive.crossover``): the parameter value at which
+    their speeds (leading singular values) are equal, so the faster one changes there.
+
+    Attributes:
+        networks: the two candidates, ``[first, second]``.
+        parameter: the parameter it is solved for.
+        expr: its exact value as SymPy text, the other parameters kept symbolic.
+        value: that value with the other parameters at the point raced.
+        faster_below: the candidate that learns faster below it (``None`` where neither).
+        faster_above: the candidate that learns faster above it.
+        numeric: ``True`` where SymPy could not solve the equation and the root was found
+            numerically; absent otherwise.
+        note: why it is numeric, with ``numeric``.
+        bracket: the sign change it was refined in, with ``numeric``.
+    """
+
+    networks: list[str]
+    parameter: str
+    expr: str
+    value: float
+    faster_below: str | None
+    faster_above: str | None
+    numeric: bool | None = optional()
+    note: str | None = optional()
+    bracket: list[float] | None = optional()
+
+
+@dataclass(frozen=True, eq=False)
+class VerifiedNetwork(Record):
+    """One candidate's prediction against the trained ReLU network (``gdln verify``): its
+    deviations are verify's measure of how closely the network follows it.
+
+    Attributes:
+        name: the candidate (the aligned GDLN too, with ``from_alignment``).
+        max_deviation: the largest gap between its predicted loss and the trained network's mean
+            loss, over the run, in fractions of the initial loss.
+        mean_deviation: the mean gap, likewise.
+        t_half_predicted: the epoch its predicted loss falls to half (``None``: not within the run).
+        t_half_relu: the epoch the trained network's mean loss falls to half.
+        dynamics: the dynamics predicted: ``closed form``, ``race ODE`` or ``reduced flow``.
+        from_alignment: whether the theory added it (the GDLN of the settled gate patterns).
+        within_validity: whether its ``max_deviation`` is within the validity threshold (``None``
+            where not finite).
+    """
+
+    name: str
+    max_deviation: float
+    mean_deviation: float
+    t_half_predicted: float | None
+    t_half_relu: float | None
+    dynamics: str
+    from_alignment: bool
+    within_validity: bool | None

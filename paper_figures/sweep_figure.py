@@ -118,16 +118,21 @@ def _title(report: dict) -> str:
     if not aligned_ran:
         title += "\nthe alignment-seeded race names no winner: none of its predictions is finite"
     if any(p.get("predicted_follows") for p in report["points"]):
-        title += "\n" + _predicted_agreement(agreement)
+        title += "\n" + predicted_agreement_title(agreement)
     return title
 
 
-def _predicted_agreement(agreement: dict) -> str:
+def predicted_agreement_title(agreement: dict) -> str:
     """The measured agreement of the rule that painted the map: from this report's checked points
     where it has some, else the docs' measured table, named."""
     decided = agreement.get("predicted_decided", 0)
-    if not agreement["checked"] or not decided:
+    if not agreement["checked"]:
         return f"colours: the network predicted to be followed;\nits agreement with training: {PREDICTED_TABLE}"
+    if not decided:  # trained points, but none where the rule names a network: nothing to count here
+        return (
+            f"colours: the network predicted to be followed; undecided at all {agreement['checked']} trained points;"
+            f"\nits agreement with training elsewhere: {PREDICTED_TABLE}"
+        )
     return (
         "colours: the network predicted to be followed;\n"
         f"followed at {agreement['predicted_agree']} of the {decided} checked points where it decides"

@@ -332,3 +332,16 @@ def test_the_phase_diagram_counts_hidden_units_in_integers():
     assert [label.get_text() for label in ax.get_yticklabels()] == ["8", "16", "32"]
     (ax,) = over_widths(list(np.geomspace(8, 512, 13).round())).axes
     assert 4 <= len(ax.get_yticks()) <= COUNT_TICKS
+
+
+def test_a_map_title_says_where_the_prediction_was_measured():
+    """The map's title gives the rule's agreement from the map's own trained points where it
+    decides at some; where it decides at none of them it says so, and names the docs' table."""
+    from gdln.figures.sweep_figure import PREDICTED_TABLE, predicted_agreement_title
+
+    none_checked = predicted_agreement_title({"checked": 0})
+    assert PREDICTED_TABLE in none_checked and "trained points" not in none_checked
+    undecided = predicted_agreement_title({"checked": 9, "predicted_decided": 0, "predicted_agree": 0})
+    assert "undecided at all 9 trained points" in undecided and PREDICTED_TABLE in undecided
+    counted = predicted_agreement_title({"checked": 24, "predicted_decided": 11, "predicted_agree": 11})
+    assert "followed at 11 of the 11 checked points where it decides" in counted

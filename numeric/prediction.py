@@ -54,7 +54,7 @@ from .mode_values import pathway_mode_values
 from .options import Dynamics, TimeModel
 from .race import CompiledNetwork, RaceResult
 from .reduced_flow import ReducedFlow, loss_of_maps
-from .types import Times
+from .types import ArrayLike, Times, Values
 
 CLOSED_FORM, RACE_ODE, REDUCED_FLOW = Dynamics.CLOSED_FORM, Dynamics.RACE_ODE, Dynamics.REDUCED_FLOW
 GRADIENT_DESCENT, GRADIENT_FLOW = TimeModel.GRADIENT_DESCENT, TimeModel.GRADIENT_FLOW
@@ -67,7 +67,7 @@ class PredictionEngine(Protocol):
     (`numeric.reduced_flow.ReducedFlow`). Seeds are ``log a0``, one per mode for the first and
     one per pathway for the second (`Prediction.log_initial_strengths`)."""
 
-    def loss_curve_from_log(self, ts: Times, log_a0, tau: float, values) -> Float[Array, " T"]:
+    def loss_curve_from_log(self, ts: Times, log_a0: ArrayLike, tau: float, values: Values) -> Float[Array, " T"]:
         """The predicted loss.
 
         Args:
@@ -80,7 +80,9 @@ class PredictionEngine(Protocol):
             The loss at ``ts``, shape ``(T,)``."""
         ...
 
-    def race(self, log_a0, tau: float, values, horizon: float, fractions: Sequence[float] = ...) -> RaceResult:
+    def race(
+        self, log_a0: ArrayLike, tau: float, values: Values, horizon: float, fractions: Sequence[float] = ...
+    ) -> RaceResult:
         """The race without a sampling grid.
 
         Args:

@@ -140,9 +140,12 @@ def _checked_snapshots(task: Task, training, snapshots: int | None, clusters: Se
     return snapshots
 
 
-def _found_entries(values: Mapping, training, sampled, epochs: int, clusters: list, chosen: int | None) -> dict:
-    """The report's keys: the settings, the sampled rows, each ``k``'s entry and the elbow."""
-    rows, counts = sampled.rows()
+def _found_entries(
+    values: Mapping, training, sampled, sampled_rows, epochs: int, clusters: list, chosen: int | None
+) -> dict:
+    """The report's keys: the settings, the sampled rows (``sampled_rows``: ``sampled.rows()``,
+    the distinct rows and their counts), each ``k``'s entry and the elbow."""
+    rows, counts = sampled_rows
     return {
         "parameters": {s.name: float(v) for s, v in values.items()},
         "seeds": training.seeds,
@@ -205,7 +208,7 @@ def find_gates_report(
     step.close()
     ks = [e["k"] for e in entries]
     chosen = elbow(ks, [e["mse"] for e in entries])
-    report = _found_entries(values, training, sampled, epochs, entries, chosen)
+    report = _found_entries(values, training, sampled, (rows, counts), epochs, entries, chosen)
     if chosen is None:
         report["notes"] = ["kneedle found no elbow in the error curve; no network is chosen"]
         return FindGatesReport.from_json(report), ""

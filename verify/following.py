@@ -350,7 +350,7 @@ def _network_entries(theory: _Theory, relu: np.ndarray) -> list[dict[str, Any]]:
     return networks
 
 
-def _divergence_notes(theory: _Theory, relu: np.ndarray, follow_notes: list[str]) -> list[str]:
+def _report_notes(theory: _Theory, relu: np.ndarray, follow_notes: list[str]) -> list[str]:
     """The report's notes: a diverged training run or prediction, then why none is followed
     (``follow_notes``), then a diverged AGF model."""
     ts = theory.ts
@@ -462,7 +462,7 @@ def verify_report(
         report["predicted_follows"] = theory.predicted_follows
     if theory.agf is not None:
         report["agf"] = agf_entry(theory.agf, theory.ts, relu)
-    if notes := _divergence_notes(theory, relu, notes):
+    if notes := _report_notes(theory, relu, notes):
         report["notes"] = notes
     if task.contexts is not None:
         step("census of the hidden units, and the followed candidate's representations")
